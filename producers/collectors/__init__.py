@@ -1,0 +1,1 @@
+"""One collector per telemetry source; each reads an injected root and returns channel → value for one instant."""

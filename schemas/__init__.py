@@ -1,0 +1,1 @@
+"""Reveal's wire contracts: Avro schemas, the records they mirror, and the Kafka topics that carry them."""

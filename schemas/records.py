@@ -1,0 +1,198 @@
+"""Frozen dataclasses mirroring the Avro records, with their encoders and validating decoders."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+
+from schemas.codec import AvroCodec, DecodeError
+
+SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
+CHANNEL_KINDS = ("gauge", "counter", "event", "static")
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One time series of a host: what it measures, where, and how its values behave."""
+
+    name: str
+    subsystem: str
+    kind: str
+    unit: str = ""
+    device: str = ""
+
+    def __post_init__(self):
+        if self.subsystem not in SUBSYSTEMS:
+            raise ValueError(f"channel {self.name!r}: subsystem {self.subsystem!r} is not one of {SUBSYSTEMS}")
+        if self.kind not in CHANNEL_KINDS:
+            raise ValueError(f"channel {self.name!r}: kind {self.kind!r} is not one of {CHANNEL_KINDS}")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The ordered channel list of one host; frames carry its version and values in this order."""
+
+    host: str
+    cluster: str
+    channels: tuple[Channel, ...]
+    interval_s: float = 0.1
+    version: int = field(default=0)
+
+    def __post_init__(self):
+        names = [c.name for c in self.channels]
+        if len(set(names)) != len(names):
+            duplicated = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"catalog of {self.host!r} repeats channel names {duplicated[:5]}")
+        if self.version == 0:
+            object.__setattr__(self, "version", catalog_fingerprint(self.channels))
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.channels)
+
+    @cached_property
+    def kinds(self) -> tuple[str, ...]:
+        return tuple(c.kind for c in self.channels)
+
+    def to_record(self) -> dict:
+        return {"host": self.host, "cluster": self.cluster, "version": self.version,
+                "interval_s": self.interval_s, "channels": [asdict(c) for c in self.channels]}
+
+    @classmethod
+    def from_record(cls, record: dict) -> "Catalog":
+        channels = tuple(Channel(**c) for c in record["channels"])
+        catalog = cls(record["host"], record["cluster"], channels, record["interval_s"])
+        if catalog.version != record["version"]:
+            raise ValueError(f"catalog of {record['host']!r} claims version {record['version']} "
+                             f"but its channels fingerprint to {catalog.version}")
+        return catalog
+
+
+def catalog_fingerprint(channels: tuple[Channel, ...]) -> int:
+    """A stable 31-bit fingerprint of the channel list; equal lists give equal versions on every host."""
+    text = "\n".join(f"{c.name}|{c.subsystem}|{c.kind}|{c.unit}|{c.device}" for c in channels)
+    return zlib.crc32(text.encode()) & 0x7FFFFFFF or 1
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One host at one instant: its values in the order of the catalog named by catalog_version."""
+
+    host: str
+    cluster: str
+    timestamp_ns: int
+    sequence: int
+    catalog_version: int
+    values: tuple[float, ...]
+
+    def to_record(self) -> dict:
+        return asdict(self) | {"values": list(self.values)}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One metric–feature pair behind an anomaly, against its baseline."""
+
+    channel: str
+    feature: str
+    value: float
+    baseline_mean: float
+    baseline_std: float
+    z: float
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """One anomalous window of one host."""
+
+    host: str
+    cluster: str
+    window_id: int
+    window_start_ns: int
+    window_end_ns: int
+    detectors: tuple[str, ...]
+    score: float
+    threshold: float
+    subsystem: str
+    claim: str
+    evidence: tuple[Evidence, ...]
+
+    def to_record(self) -> dict:
+        return asdict(self) | {"detectors": list(self.detectors), "evidence": [asdict(e) for e in self.evidence]}
+
+    @classmethod
+    def from_record(cls, record: dict) -> "Anomaly":
+        evidence = tuple(Evidence(**e) for e in record["evidence"])
+        return cls(**(record | {"detectors": tuple(record["detectors"]), "evidence": evidence}))
+
+
+@dataclass(frozen=True)
+class Alert:
+    """An incident as operators see it, in one of its states: open, update, closed."""
+
+    alert_id: str
+    host: str
+    cluster: str
+    state: str
+    start_ns: int
+    end_ns: int
+    severity: float
+    subsystem: str
+    summary: str
+
+
+FRAME_CODEC = AvroCodec("frame")
+CATALOG_CODEC = AvroCodec("catalog")
+ANOMALY_CODEC = AvroCodec("anomaly")
+ALERT_CODEC = AvroCodec("alert")
+DEADLETTER_CODEC = AvroCodec("deadletter")
+
+
+def encode_frame(frame: Frame) -> bytes:
+    return FRAME_CODEC.encode(frame.to_record())
+
+
+def decode_frame(message: bytes) -> Frame:
+    """A validated frame; DecodeError for bytes that are not one, or a frame that makes no sense."""
+    record = FRAME_CODEC.decode(message)
+    if not record["host"]:
+        raise DecodeError("frame has an empty host")
+    if record["sequence"] < 0:
+        raise DecodeError(f"frame of {record['host']!r} has negative sequence {record['sequence']}")
+    if record["timestamp_ns"] <= 0:
+        raise DecodeError(f"frame of {record['host']!r} has non-positive timestamp_ns {record['timestamp_ns']}")
+    if any(math.isinf(v) for v in record["values"]):
+        raise DecodeError(f"frame of {record['host']!r} seq {record['sequence']} carries an infinite value")
+    return Frame(record["host"], record["cluster"], record["timestamp_ns"], record["sequence"],
+                 record["catalog_version"], tuple(record["values"]))
+
+
+def encode_catalog(catalog: Catalog) -> bytes:
+    return CATALOG_CODEC.encode(catalog.to_record())
+
+
+def decode_catalog(message: bytes) -> Catalog:
+    """A validated catalog; DecodeError when the bytes or the channel list are not valid."""
+    record = CATALOG_CODEC.decode(message)
+    try:
+        return Catalog.from_record(record)
+    except ValueError as error:
+        raise DecodeError(str(error)) from error
+
+
+def encode_anomaly(anomaly: Anomaly) -> bytes:
+    return ANOMALY_CODEC.encode(anomaly.to_record())
+
+
+def decode_anomaly(message: bytes) -> Anomaly:
+    return Anomaly.from_record(ANOMALY_CODEC.decode(message))
+
+
+def encode_alert(alert: Alert) -> bytes:
+    return ALERT_CODEC.encode(asdict(alert))
+
+
+def decode_alert(message: bytes) -> Alert:
+    return Alert(**ALERT_CODEC.decode(message))

@@ -1,0 +1,134 @@
+"""One ClickHouse writer for both targets: `chdb:///path` (embedded, in-process) and `http(s)://host:port`."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import clickhouse_connect
+
+log = logging.getLogger(__name__)
+
+TABLES_SQL = Path(__file__).with_name("sql") / "tables.sql"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+FRAME_COLUMNS = ("host", "cluster", "ts", "sequence", "catalog_version", "values")
+CATALOG_COLUMNS = ("host", "cluster", "version", "interval_s", "names", "subsystems", "kinds", "units", "devices")
+WINDOW_COLUMNS = ("host", "cluster", "window_id", "start", "end", "frames", "baseline_ready", "score", "threshold",
+                  "anomalous")
+ANOMALY_COLUMNS = ("host", "cluster", "window_id", "start", "end", "detectors", "score", "threshold", "subsystem",
+                   "claim", "evidence_channel", "evidence_feature", "evidence_value", "evidence_baseline",
+                   "evidence_std", "evidence_z")
+ALERT_COLUMNS = ("alert_id", "host", "cluster", "state", "start", "end", "severity", "subsystem", "summary")
+COLUMNS = {"frames": FRAME_COLUMNS, "catalogs": CATALOG_COLUMNS, "windows": WINDOW_COLUMNS,
+           "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS}
+
+
+class StorageError(RuntimeError):
+    """ClickHouse could not be reached or refused a statement; the message names the target and the statement."""
+
+
+def data_dir_dsn(data_dir: str | Path) -> str:
+    """The embedded DSN for a data folder: chdb:///abs/path/clickhouse."""
+    return f"chdb://{(Path(data_dir).resolve() / 'clickhouse').as_posix()}"
+
+
+def describe_dsn(dsn: str) -> str:
+    """The DSN without any password, for logs."""
+    parsed = urlparse(dsn)
+    if parsed.password:
+        return dsn.replace(f":{parsed.password}@", ":***@")
+    return dsn
+
+
+def connect(dsn: str):
+    """A clickhouse-connect client for an embedded or server DSN."""
+    scheme = urlparse(dsn).scheme
+    if scheme not in ("chdb", "http", "https"):
+        raise StorageError(f"ClickHouse DSN {describe_dsn(dsn)!r}: scheme {scheme!r} is not one of chdb, http, https")
+    if scheme == "chdb":
+        Path(urlparse(dsn).path).mkdir(parents=True, exist_ok=True)
+    try:
+        return clickhouse_connect.get_client(dsn=dsn)
+    except Exception as error:  # clickhouse-connect raises several unrelated types for an unreachable target
+        raise StorageError(f"cannot open ClickHouse at {describe_dsn(dsn)}: {error}") from error
+
+
+@dataclass
+class WriterStats:
+    rows: dict = field(default_factory=lambda: {t: 0 for t in COLUMNS})
+    batches: int = 0
+
+
+class ClickHouseWriter:
+    """Creates Reveal's tables in one database and appends rows to them in batches."""
+
+    def __init__(self, dsn: str, database: str = "reveal"):
+        if not _IDENTIFIER.match(database):
+            raise StorageError(f"database name {database!r} must be a plain identifier")
+        self.dsn, self.database = dsn, database
+        self.client = connect(dsn)
+        self.stats = WriterStats()
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[list]] = {t: [] for t in COLUMNS}
+        self._create_tables()
+
+    def _create_tables(self) -> None:
+        self.command(f"CREATE DATABASE IF NOT EXISTS {self.database}")
+        for statement in TABLES_SQL.read_text().split(";"):
+            if "CREATE" in statement:
+                self.command(statement.replace("{db}", self.database))
+        self.command(f"USE {self.database}")  # the embedded session keeps it
+        self.client.database = self.database  # a server client sends it with every query
+
+    def command(self, statement: str, parameters: dict | None = None):
+        try:
+            return self.client.command(statement, parameters=parameters)
+        except Exception as error:
+            raise StorageError(f"ClickHouse at {describe_dsn(self.dsn)} refused: {statement.strip()[:120]}… "
+                               f"({error})") from error
+
+    def query(self, sql: str, parameters: dict | None = None):
+        """Runs a query with bound parameters; returns (column names, rows)."""
+        try:
+            result = self.client.query(sql, parameters=parameters)
+        except Exception as error:
+            raise StorageError(f"query failed on {describe_dsn(self.dsn)}: {error}") from error
+        return result.column_names, result.result_rows
+
+    def add(self, table: str, rows: list[list]) -> None:
+        """Queue rows for the next flush (thread-safe)."""
+        with self._lock:
+            self._pending[table].extend(rows)
+
+    def pending_rows(self) -> int:
+        with self._lock:
+            return sum(len(rows) for rows in self._pending.values())
+
+    def flush(self) -> int:
+        """Insert every queued row, one batch per table; rows stay queued if an insert fails."""
+        with self._lock:
+            batches, self._pending = self._pending, {t: [] for t in COLUMNS}
+        written = 0
+        for table, rows in batches.items():
+            if not rows:
+                continue
+            try:
+                self.client.insert(f"{self.database}.{table}", rows, column_names=list(COLUMNS[table]))
+            except Exception as error:
+                with self._lock:
+                    self._pending[table][:0] = rows
+                raise StorageError(f"insert of {len(rows)} rows into {table} at {describe_dsn(self.dsn)} "
+                                   f"failed: {error}") from error
+            self.stats.rows[table] += len(rows)
+            self.stats.batches += 1
+            written += len(rows)
+        return written
+
+    def close(self) -> None:
+        self.flush()
+        self.client.close()

@@ -1,0 +1,85 @@
+-- Reveal's tables. ReplacingMergeTree on each row's natural key makes at-least-once delivery store once.
+CREATE TABLE IF NOT EXISTS {db}.frames
+(
+    host            LowCardinality(String),
+    cluster         LowCardinality(String),
+    ts              DateTime64(9) CODEC(DoubleDelta, ZSTD(3)),
+    sequence        UInt64 CODEC(Delta, ZSTD(3)),
+    catalog_version UInt32,
+    values          Array(Float64) CODEC(ZSTD(3))
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toDate(ts)
+ORDER BY (host, ts, sequence)
+TTL toDateTime(ts) + INTERVAL 30 DAY;
+
+CREATE TABLE IF NOT EXISTS {db}.catalogs
+(
+    host        LowCardinality(String),
+    cluster     LowCardinality(String),
+    version     UInt32,
+    interval_s  Float64,
+    names       Array(String),
+    subsystems  Array(LowCardinality(String)),
+    kinds       Array(LowCardinality(String)),
+    units       Array(LowCardinality(String)),
+    devices     Array(String),
+    seen_at     DateTime64(3) DEFAULT now64(3)
+)
+ENGINE = ReplacingMergeTree(seen_at)
+ORDER BY (host, version);
+
+CREATE TABLE IF NOT EXISTS {db}.windows
+(
+    host            LowCardinality(String),
+    cluster         LowCardinality(String),
+    window_id       Int64,
+    start           DateTime64(9),
+    end             DateTime64(9),
+    frames          UInt32,
+    baseline_ready  UInt8,
+    score           Float64,
+    threshold       Float64,
+    anomalous       UInt8
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toDate(end)
+ORDER BY (host, end, window_id)
+TTL toDateTime(end) + INTERVAL 90 DAY;
+
+CREATE TABLE IF NOT EXISTS {db}.anomalies
+(
+    host                LowCardinality(String),
+    cluster             LowCardinality(String),
+    window_id           Int64,
+    start               DateTime64(9),
+    end                 DateTime64(9),
+    detectors           Array(LowCardinality(String)),
+    score               Float64,
+    threshold           Float64,
+    subsystem           LowCardinality(String),
+    claim               String,
+    evidence_channel    Array(String),
+    evidence_feature    Array(LowCardinality(String)),
+    evidence_value      Array(Float64),
+    evidence_baseline   Array(Float64),
+    evidence_std        Array(Float64),
+    evidence_z          Array(Float64)
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (host, end, window_id);
+
+CREATE TABLE IF NOT EXISTS {db}.alerts
+(
+    alert_id    String,
+    host        LowCardinality(String),
+    cluster     LowCardinality(String),
+    state       LowCardinality(String),
+    start       DateTime64(9),
+    end         DateTime64(9),
+    severity    Float64,
+    subsystem   LowCardinality(String),
+    summary     String
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (host, start, alert_id, state);

@@ -1,0 +1,48 @@
+"""Option parsing shared by the subcommands, and the one place where a process's stop signals are caught."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+import time
+
+DEFAULT_DATA_DIR = "./reveal-data"
+
+
+def positive_seconds(text: str) -> float:
+    """A duration in seconds: '20', '2.5', '90s', '5m' or '1h'."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    scale = units.get(text[-1:].lower(), 1)
+    number = text[:-1] if text[-1:].lower() in units else text
+    try:
+        value = float(number) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 20, 2.5, 90s, 5m, 1h)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than zero")
+    return value
+
+
+def add_engine_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--window", type=positive_seconds, default=3.0, metavar="S",
+                        help="window length in seconds (default: 3)")
+    parser.add_argument("--stride", type=positive_seconds, default=1.0, metavar="S",
+                        help="seconds between window starts (default: 1)")
+    parser.add_argument("--warmup-windows", type=int, default=30, metavar="N",
+                        help="windows learned as the baseline before scoring starts (default: 30)")
+
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM or when a duration runs out; long loops poll it to stop cleanly."""
+
+    def __init__(self, duration_s: float | None = None):
+        self._event = threading.Event()
+        self._deadline = time.monotonic() + duration_s if duration_s else None
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: self._event.set())
+
+    def __call__(self) -> bool:
+        if self._deadline is not None and time.monotonic() >= self._deadline:
+            self._event.set()
+        return self._event.is_set()

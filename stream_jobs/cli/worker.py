@@ -1,0 +1,61 @@
+"""`reveal worker`: a Faust stream worker that consumes frames, detects anomalies and stores everything."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+
+import faust
+
+from schemas.topics import ensure_topics
+from stream_jobs.cli.options import add_engine_options, positive_seconds
+from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
+
+log = logging.getLogger(__name__)
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "worker", help="consume frames from Kafka, detect anomalies, store in ClickHouse",
+        description="Run a Faust stream worker: it reads reveal.catalog and reveal.samples, windows each host's "
+                    "frames, scores the windows, publishes anomalies to reveal.anomalies, sends undecodable records "
+                    "to reveal.deadletter with a reason, and stores frames, windows and anomalies in ClickHouse.")
+    parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT", help="Kafka bootstrap servers")
+    parser.add_argument("--clickhouse", required=True, metavar="DSN",
+                        help="chdb:///path for the embedded engine, or http(s)://user:password@host:port")
+    parser.add_argument("--database", default="reveal", help="ClickHouse database (default: reveal)")
+    parser.add_argument("--group", default="reveal-worker",
+                        help="consumer group and Faust app id; workers sharing it split the hosts (default: "
+                             "reveal-worker)")
+    parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
+                        help="stop after this many seconds (default: run until stopped)")
+    add_engine_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    settings = WorkerSettings(args.bootstrap, args.clickhouse, args.database, args.group,
+                              EngineSettings(args.window, args.stride, warmup_windows=args.warmup_windows))
+    log.info("worker: %s", settings)
+    ensure_topics({"bootstrap.servers": args.bootstrap})
+    shell = WorkerShell(settings)
+    app = create_app(settings, shell)
+    if args.duration:
+        @app.task
+        async def stop_after_duration():
+            await asyncio.sleep(args.duration)
+            os.kill(os.getpid(), signal.SIGTERM)  # the same clean path as an operator's stop
+    worker = faust.Worker(app, loglevel=logging.getLevelName(logging.getLogger().level).lower(),
+                          override_logging=False)
+    try:
+        worker.execute_from_commandline()
+    except SystemExit:
+        pass
+    finally:
+        shell.close()
+        log.info("worker stopped: %s; stage %s; rows written %s", shell.counters, shell.stage.counters,
+                 shell.writer.stats.rows)
+    return 0

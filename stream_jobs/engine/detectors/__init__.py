@@ -1,0 +1,1 @@
+"""Detectors share one interface: fit(X) on baseline windows, score(X) → array (high = anomalous)."""

@@ -1,0 +1,131 @@
+"""The distributed shell: a Faust app whose agents feed Kafka records to the host stage.
+
+Each agent only decodes, calls the stage and forwards what it returns; every decision is in the engine.
+ClickHouse calls run on one dedicated thread so the event loop never blocks on storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import faust
+
+from schemas import topics
+from schemas.codec import DecodeError
+from schemas.records import DEADLETTER_CODEC, decode_catalog, decode_frame, encode_anomaly
+from sinks.clickhouse import ClickHouseWriter, StorageError
+from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.host_stage import HostStage
+from stream_jobs.results import queue_catalog, queue_frame, queue_output
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    bootstrap: str
+    clickhouse_dsn: str
+    database: str = "reveal"
+    app_id: str = "reveal-worker"
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    flush_every_s: float = 1.0
+
+
+@dataclass
+class WorkerCounters:
+    records: int = 0
+    dead_letters: int = 0
+    anomalies: int = 0
+    storage_errors: int = 0
+
+
+class WorkerShell:
+    """The worker's state outside Faust: the host stage, the ClickHouse writer and its thread."""
+
+    def __init__(self, settings: WorkerSettings):
+        self.settings = settings
+        self.stage = HostStage(settings.engine)
+        self.counters = WorkerCounters()
+        self.storage_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
+        self.writer: ClickHouseWriter = self.storage_thread.submit(
+            ClickHouseWriter, settings.clickhouse_dsn, settings.database).result()
+
+    async def flush(self) -> None:
+        try:
+            await asyncio.get_running_loop().run_in_executor(self.storage_thread, self.writer.flush)
+        except StorageError as error:
+            self.counters.storage_errors += 1
+            log.error("%s; %d rows kept for the next attempt", error, self.writer.pending_rows())
+
+    def close(self) -> None:
+        """Write what is left and release the storage thread (called after the event loop has stopped)."""
+        self.storage_thread.submit(self.writer.close).result()
+        self.storage_thread.shutdown()
+
+
+def dead_letter(step: str, event, reason: str) -> bytes:
+    """The dead-letter record for a Kafka message that could not be handled."""
+    message = event.message
+    key = message.key or b""
+    return DEADLETTER_CODEC.encode({
+        "step": step, "topic": message.topic, "partition": message.partition, "offset": message.offset,
+        "host": key.decode("utf-8", "replace"), "reason": reason, "payload": bytes(message.value or b""),
+        "rejected_at_ns": time.time_ns()})
+
+
+def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
+    """The Faust app with the catalog and host-stage agents and the storage flush timer."""
+    app = faust.App(settings.app_id, broker=f"kafka://{settings.bootstrap}", value_serializer="raw",
+                    key_serializer="raw", store="memory://", web_enabled=False,
+                    consumer_auto_offset_reset="earliest", topic_disable_leader=True,
+                    producer_acks=-1, broker_commit_interval=1.0)
+    samples = app.topic(topics.SAMPLES, key_type=bytes, value_type=bytes, internal=False)
+    catalogs = app.topic(topics.CATALOG, key_type=bytes, value_type=bytes, internal=False)
+    anomalies = app.topic(topics.ANOMALIES, key_type=bytes, value_type=bytes, internal=False)
+    deadletters = app.topic(topics.DEADLETTER, key_type=bytes, value_type=bytes, internal=False)
+
+    async def reject(step: str, event, error: Exception) -> None:
+        shell.counters.dead_letters += 1
+        log.warning("%s: record %s[%d]@%d rejected: %s", step, event.message.topic, event.message.partition,
+                    event.message.offset, error)
+        await deadletters.send(key=event.message.key, value=dead_letter(step, event, str(error)))
+
+    async def publish(output) -> None:
+        queue_output(shell.writer, output)
+        for anomaly in output.anomalies:
+            shell.counters.anomalies += 1
+            await anomalies.send(key=anomaly.host.encode(), value=encode_anomaly(anomaly))
+
+    @app.agent(catalogs)
+    async def catalog_agent(stream):
+        async for event in stream.events():
+            shell.counters.records += 1
+            try:
+                catalog = decode_catalog(event.value)
+            except DecodeError as error:
+                await reject("decode-catalog", event, error)
+                continue
+            queue_catalog(shell.writer, catalog)
+            await publish(shell.stage.on_catalog(catalog))
+
+    @app.agent(samples)
+    async def host_agent(stream):
+        async for event in stream.events():
+            shell.counters.records += 1
+            try:
+                frame = decode_frame(event.value)
+            except DecodeError as error:
+                await reject("decode-frame", event, error)
+                continue
+            queue_frame(shell.writer, frame)
+            await publish(shell.stage.on_frame(frame))
+
+    @app.timer(settings.flush_every_s)
+    async def flush_storage():
+        await shell.flush()
+
+    return app

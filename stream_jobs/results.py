@@ -1,0 +1,23 @@
+"""Hands a host stage's output to storage, shared by the embedded runner and the Faust worker."""
+
+from __future__ import annotations
+
+from schemas.records import Catalog, Frame
+from sinks.clickhouse import ClickHouseWriter
+from sinks.rows import anomaly_row, catalog_row, frame_row
+from stream_jobs.host_stage import StageOutput
+
+
+def queue_catalog(writer: ClickHouseWriter, catalog: Catalog) -> None:
+    writer.add("catalogs", [catalog_row(catalog)])
+
+
+def queue_frame(writer: ClickHouseWriter, frame: Frame) -> None:
+    writer.add("frames", [frame_row(frame)])
+
+
+def queue_output(writer: ClickHouseWriter, output: StageOutput) -> None:
+    if output.window_rows:
+        writer.add("windows", output.window_rows)
+    if output.anomalies:
+        writer.add("anomalies", [anomaly_row(a) for a in output.anomalies])
