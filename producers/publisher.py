@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaError, Producer
 
-from schemas import topics
 from schemas.records import Catalog, Frame, encode_catalog, encode_frame
+from schemas.topics import TopicNames
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +22,8 @@ class DeliveryStats:
 
 
 def producer_config(bootstrap: str, extra: dict | None = None) -> dict:
-    """Idempotent delivery (no duplicates, order kept per host), zstd compression, small linger for batching."""
+    """Idempotent delivery (no duplicates, order kept per host), zstd compression (aiokafka reads it through
+    cramjam), and a short linger so frames travel in batches."""
     return {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
             "compression.type": "zstd", "linger.ms": 20, "batch.num.messages": 10000,
             "message.timeout.ms": 300000, **(extra or {})}
@@ -31,16 +32,17 @@ def producer_config(bootstrap: str, extra: dict | None = None) -> dict:
 class KafkaFramePublisher:
     """A FrameSink that sends frames to reveal.samples and catalogs to reveal.catalog, keyed by host."""
 
-    def __init__(self, bootstrap: str, extra_config: dict | None = None):
+    def __init__(self, bootstrap: str, extra_config: dict | None = None, topics: TopicNames = TopicNames()):
+        self.topics = topics
         self.producer = Producer(producer_config(bootstrap, extra_config))
         self.stats = DeliveryStats()
 
     def on_catalog(self, catalog: Catalog) -> None:
-        self._send(topics.CATALOG, catalog.host, encode_catalog(catalog))
+        self._send(self.topics.catalog, catalog.host, encode_catalog(catalog))
         self.producer.flush(10)
 
     def on_frame(self, frame: Frame) -> None:
-        self._send(topics.SAMPLES, frame.host, encode_frame(frame))
+        self._send(self.topics.samples, frame.host, encode_frame(frame))
 
     def close(self, timeout_s: float = 30.0) -> int:
         """Deliver what is queued; returns how many messages could not be delivered in time."""

@@ -33,6 +33,7 @@ class CollectorRegistry:
         self.host, self.cluster, self.interval_s = host, cluster, interval_s
         self._index: dict[str, int] = {}
         self._owner: dict[str, Collector] = {}
+        self._seen_by: dict[int, set[str]] = {id(c): set() for c in self.collectors}
         self._channels: list[Channel] = []
         self.catalog = Catalog(host, cluster, (), interval_s, version=1)
 
@@ -58,12 +59,14 @@ class CollectorRegistry:
             return {}
 
     def _register_new(self, collector: Collector, values: dict[str, float]) -> bool:
-        new = [name for name in values if name not in self._index]
-        for name in new:
-            if name in self._owner:
-                raise DuplicateChannelError(f"channel {name!r} is reported by both {self._owner[name].source} "
+        """Add the channels this collector reports for the first time; a name another collector owns is an error."""
+        new = values.keys() - self._seen_by[id(collector)]
+        for name in [n for n in values if n in new] if new else ():
+            owner = self._owner.setdefault(name, collector)
+            if owner is not collector:
+                raise DuplicateChannelError(f"channel {name!r} is reported by both {owner.source} "
                                             f"and {collector.source}")
-            self._owner[name] = collector
             self._index[name] = len(self._channels)
             self._channels.append(collector.describe(name))
+        self._seen_by[id(collector)] |= new
         return bool(new)

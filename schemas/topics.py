@@ -2,16 +2,46 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-SAMPLES = "reveal.samples"
-CATALOG = "reveal.catalog"
-ANOMALIES = "reveal.anomalies"
-ALERTS = "reveal.alerts"
-HOST_WINDOWS = "reveal.host-windows"
-DEADLETTER = "reveal.deadletter"
-
 _DAY_MS = 24 * 3600 * 1000
+_PREFIX = re.compile(r"^[A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class TopicNames:
+    """Reveal's topic names; a prefix keeps several deployments (or test runs) apart on one cluster."""
+
+    prefix: str = ""
+
+    def __post_init__(self):
+        if not _PREFIX.match(self.prefix):
+            raise ValueError(f"topic prefix {self.prefix!r} may hold only letters, digits, '.', '_' and '-'")
+
+    @property
+    def samples(self) -> str:
+        return f"{self.prefix}reveal.samples"
+
+    @property
+    def catalog(self) -> str:
+        return f"{self.prefix}reveal.catalog"
+
+    @property
+    def host_windows(self) -> str:
+        return f"{self.prefix}reveal.host-windows"
+
+    @property
+    def anomalies(self) -> str:
+        return f"{self.prefix}reveal.anomalies"
+
+    @property
+    def alerts(self) -> str:
+        return f"{self.prefix}reveal.alerts"
+
+    @property
+    def deadletter(self) -> str:
+        return f"{self.prefix}reveal.deadletter"
 
 
 @dataclass(frozen=True)
@@ -21,26 +51,35 @@ class TopicSpec:
     config: dict = field(default_factory=dict)
 
 
-def topic_specs(sample_partitions: int = 6) -> tuple[TopicSpec, ...]:
+def topic_specs(names: TopicNames, sample_partitions: int = 6) -> tuple[TopicSpec, ...]:
     """Samples are keyed by host and partitioned for scale-out; the catalog is compacted (latest per host)."""
     return (
-        TopicSpec(SAMPLES, sample_partitions, {"retention.ms": str(_DAY_MS), "compression.type": "producer"}),
-        TopicSpec(CATALOG, sample_partitions, {"cleanup.policy": "compact"}),
-        TopicSpec(HOST_WINDOWS, sample_partitions, {"retention.ms": str(_DAY_MS)}),
-        TopicSpec(ANOMALIES, 3, {"retention.ms": str(7 * _DAY_MS)}),
-        TopicSpec(ALERTS, 3, {"retention.ms": str(30 * _DAY_MS)}),
-        TopicSpec(DEADLETTER, 1, {"retention.ms": str(30 * _DAY_MS)}),
+        TopicSpec(names.samples, sample_partitions, {"retention.ms": str(_DAY_MS)}),
+        TopicSpec(names.catalog, sample_partitions, {"cleanup.policy": "compact"}),
+        TopicSpec(names.host_windows, sample_partitions, {"retention.ms": str(_DAY_MS)}),
+        TopicSpec(names.anomalies, 3, {"retention.ms": str(7 * _DAY_MS)}),
+        TopicSpec(names.alerts, 3, {"retention.ms": str(30 * _DAY_MS)}),
+        TopicSpec(names.deadletter, 1, {"retention.ms": str(30 * _DAY_MS)}),
     )
 
 
-def ensure_topics(admin_config: dict, sample_partitions: int = 6, replication: int = 1,
-                  timeout_s: float = 30.0) -> list[str]:
+class BrokerUnavailable(RuntimeError):
+    """The Kafka cluster did not answer; the message names the bootstrap servers."""
+
+
+def ensure_topics(admin_config: dict, names: TopicNames = TopicNames(), sample_partitions: int = 6,
+                  replication: int = 1, timeout_s: float = 30.0) -> list[str]:
     """Create any missing Reveal topic; returns the names created. Existing topics are left as they are."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(admin_config)
-    existing = set(admin.list_topics(timeout=timeout_s).topics)
-    wanted = [spec for spec in topic_specs(sample_partitions) if spec.name not in existing]
+    try:
+        existing = set(admin.list_topics(timeout=timeout_s).topics)
+    except KafkaException as error:
+        raise BrokerUnavailable(f"Kafka at {admin_config.get('bootstrap.servers')} did not answer within "
+                                f"{timeout_s:.0f} s ({error}); is the broker running (infra/kafka/start.sh)?") from None
+    wanted = [spec for spec in topic_specs(names, sample_partitions) if spec.name not in existing]
     if not wanted:
         return []
     futures = admin.create_topics(
@@ -51,7 +90,7 @@ def ensure_topics(admin_config: dict, sample_partitions: int = 6, replication: i
         try:
             future.result(timeout_s)
             created.append(name)
-        except Exception as error:  # a concurrent creator is fine; anything else is not
+        except KafkaException as error:  # a concurrent creator is fine; anything else is not
             if "TOPIC_ALREADY_EXISTS" not in str(error):
                 raise
     return created

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import faust
 
-from schemas import topics
 from schemas.codec import DecodeError
+from schemas.topics import TopicNames
 from schemas.records import DEADLETTER_CODEC, decode_catalog, decode_frame, encode_anomaly
 from sinks.clickhouse import ClickHouseWriter, StorageError
 from stream_jobs.engine.host_pipeline import EngineSettings
@@ -32,6 +32,7 @@ class WorkerSettings:
     database: str = "reveal"
     app_id: str = "reveal-worker"
     engine: EngineSettings = field(default_factory=EngineSettings)
+    topics: TopicNames = TopicNames()
     flush_every_s: float = 1.0
 
 
@@ -83,10 +84,10 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
                     key_serializer="raw", store="memory://", web_enabled=False,
                     consumer_auto_offset_reset="earliest", topic_disable_leader=True,
                     producer_acks=-1, broker_commit_interval=1.0)
-    samples = app.topic(topics.SAMPLES, key_type=bytes, value_type=bytes, internal=False)
-    catalogs = app.topic(topics.CATALOG, key_type=bytes, value_type=bytes, internal=False)
-    anomalies = app.topic(topics.ANOMALIES, key_type=bytes, value_type=bytes, internal=False)
-    deadletters = app.topic(topics.DEADLETTER, key_type=bytes, value_type=bytes, internal=False)
+    samples = app.topic(settings.topics.samples, key_type=bytes, value_type=bytes, internal=False)
+    catalogs = app.topic(settings.topics.catalog, key_type=bytes, value_type=bytes, internal=False)
+    anomalies = app.topic(settings.topics.anomalies, key_type=bytes, value_type=bytes, internal=False)
+    deadletters = app.topic(settings.topics.deadletter, key_type=bytes, value_type=bytes, internal=False)
 
     async def reject(step: str, event, error: Exception) -> None:
         shell.counters.dead_letters += 1

@@ -6,6 +6,8 @@ import argparse
 import logging
 import sys
 
+from schemas.topics import BrokerUnavailable
+from sinks.clickhouse import StorageError
 from stream_jobs.cli import agent, run, sql, worker
 
 COMMANDS = (run, agent, worker, sql)
@@ -34,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         return args.handler(args) or 0
-    except CommandError as error:
+    except (CommandError, BrokerUnavailable, StorageError, ValueError) as error:
         print(f"reveal {args.command}: {error}", file=sys.stderr)
         return 2
 

@@ -6,8 +6,8 @@ import logging
 
 from producers.agent import Agent, AgentSettings
 from producers.publisher import KafkaFramePublisher
-from schemas.topics import ensure_topics
-from stream_jobs.cli.options import StopFlag, positive_seconds
+from schemas.topics import TopicNames, ensure_topics
+from stream_jobs.cli.options import add_kafka_options, StopFlag, positive_seconds
 
 log = logging.getLogger(__name__)
 
@@ -17,7 +17,7 @@ def register(commands) -> None:
         "agent", help="sample this host and publish frames to Kafka",
         description="Sample this host every --interval seconds and publish each frame to reveal.samples (keyed by "
                     "host) and the channel catalog to reveal.catalog, creating the topics if they are missing.")
-    parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT", help="Kafka bootstrap servers")
+    add_kafka_options(parser)
     parser.add_argument("--host", default=None, help="host name to report (default: this machine's name)")
     parser.add_argument("--cluster", default="default", help="cluster name to report (default: default)")
     parser.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
@@ -33,8 +33,8 @@ def handle(args) -> int:
     settings = AgentSettings(**({"host": args.host} if args.host else {}), cluster=args.cluster,
                              interval_s=args.interval, procfs=args.procfs, sysfs=args.sysfs)
     log.info("agent: %s; broker %s", settings, args.bootstrap)
-    ensure_topics({"bootstrap.servers": args.bootstrap})
-    publisher = KafkaFramePublisher(args.bootstrap)
+    ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))
+    publisher = KafkaFramePublisher(args.bootstrap, topics=TopicNames(args.topic_prefix))
     agent = Agent(settings, publisher)
     stats = agent.run(StopFlag(args.duration))
     undelivered = publisher.close()

@@ -24,6 +24,13 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def add_kafka_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT",
+                        help="Kafka bootstrap servers, e.g. 127.0.0.1:9092 (infra/kafka/start.sh starts one)")
+    parser.add_argument("--topic-prefix", default="", metavar="PREFIX",
+                        help="prefix for every Reveal topic, to keep deployments apart (default: none)")
+
+
 def add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", type=positive_seconds, default=3.0, metavar="S",
                         help="window length in seconds (default: 3)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 from sinks.clickhouse import ClickHouseWriter, StorageError, data_dir_dsn
@@ -20,6 +21,8 @@ def register(commands) -> None:
     parser.add_argument("--database", default="reveal", help="database (default: reveal)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a query parameter, repeatable")
+    parser.add_argument("--format", choices=("table", "tsv", "jsonl"), default="table",
+                        help="table for people, tsv or jsonl (one JSON object per row) for scripts (default: table)")
     parser.add_argument("query", help='for example "SELECT host, count() FROM windows GROUP BY host"')
     parser.set_defaults(handler=handle)
 
@@ -39,7 +42,7 @@ def handle(args) -> int:
         columns, rows = writer.query(args.query, parameters or None)
     except StorageError as error:
         raise CommandError(str(error)) from None
-    print_table(columns, rows, sys.stdout)
+    PRINTERS[args.format](columns, rows, sys.stdout)
     return 0
 
 
@@ -59,3 +62,17 @@ def _cell(value) -> str:
         return f"{value:.6g}"
     text = str(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def print_tsv(columns, rows, out) -> None:
+    print("\t".join(columns), file=out)
+    for row in rows:
+        print("\t".join(str(v) for v in row), file=out)
+
+
+def print_jsonl(columns, rows, out) -> None:
+    for row in rows:
+        print(json.dumps(dict(zip(columns, row)), default=str), file=out)
+
+
+PRINTERS = {"table": print_table, "tsv": print_tsv, "jsonl": print_jsonl}

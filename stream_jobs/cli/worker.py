@@ -9,8 +9,8 @@ import signal
 
 import faust
 
-from schemas.topics import ensure_topics
-from stream_jobs.cli.options import add_engine_options, positive_seconds
+from schemas.topics import TopicNames, ensure_topics
+from stream_jobs.cli.options import add_kafka_options, add_engine_options, positive_seconds
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
 
@@ -23,7 +23,7 @@ def register(commands) -> None:
         description="Run a Faust stream worker: it reads reveal.catalog and reveal.samples, windows each host's "
                     "frames, scores the windows, publishes anomalies to reveal.anomalies, sends undecodable records "
                     "to reveal.deadletter with a reason, and stores frames, windows and anomalies in ClickHouse.")
-    parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT", help="Kafka bootstrap servers")
+    add_kafka_options(parser)
     parser.add_argument("--clickhouse", required=True, metavar="DSN",
                         help="chdb:///path for the embedded engine, or http(s)://user:password@host:port")
     parser.add_argument("--database", default="reveal", help="ClickHouse database (default: reveal)")
@@ -38,9 +38,10 @@ def register(commands) -> None:
 
 def handle(args) -> int:
     settings = WorkerSettings(args.bootstrap, args.clickhouse, args.database, args.group,
-                              EngineSettings(args.window, args.stride, warmup_windows=args.warmup_windows))
+                              EngineSettings(args.window, args.stride, warmup_windows=args.warmup_windows),
+                              TopicNames(args.topic_prefix))
     log.info("worker: %s", settings)
-    ensure_topics({"bootstrap.servers": args.bootstrap})
+    ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))
     shell = WorkerShell(settings)
     app = create_app(settings, shell)
     if args.duration:
@@ -49,13 +50,14 @@ def handle(args) -> int:
             await asyncio.sleep(args.duration)
             os.kill(os.getpid(), signal.SIGTERM)  # the same clean path as an operator's stop
     worker = faust.Worker(app, loglevel=logging.getLevelName(logging.getLogger().level).lower(),
-                          override_logging=False)
+                          override_logging=False, quiet=True)
+    status = 0
     try:
         worker.execute_from_commandline()
-    except SystemExit:
-        pass
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else 1
     finally:
         shell.close()
         log.info("worker stopped: %s; stage %s; rows written %s", shell.counters, shell.stage.counters,
                  shell.writer.stats.rows)
-    return 0
+    return status

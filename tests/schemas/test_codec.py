@@ -1,0 +1,109 @@
+import copy
+import math
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from schemas.codec import AvroCodec, DecodeError, load_schema
+from schemas.records import (Alert, Anomaly, Catalog, Channel, Evidence, Frame, decode_alert, decode_anomaly,
+                             decode_catalog, decode_frame, encode_alert, encode_anomaly, encode_catalog, encode_frame)
+
+
+def a_catalog() -> Catalog:
+    return Catalog("gpu-node-7", "train-a", (Channel("cpu.user.cpu0", "cpu", "counter", "ticks", "cpu0"),
+                                             Channel("mem.MemFree", "memory", "gauge", "bytes")), 0.1)
+
+
+def test_frame_round_trip_keeps_nan():
+    frame = Frame("gpu-node-7", "train-a", 1_700_000_000_123_456_789, 42, a_catalog().version, (1.5, math.nan))
+    decoded = decode_frame(encode_frame(frame))
+    assert decoded.values[0] == 1.5 and math.isnan(decoded.values[1])
+    assert (decoded.host, decoded.timestamp_ns, decoded.sequence) == ("gpu-node-7", 1_700_000_000_123_456_789, 42)
+
+
+def test_catalog_round_trip_and_version_is_content_fingerprint():
+    catalog = a_catalog()
+    assert decode_catalog(encode_catalog(catalog)) == catalog
+    renamed = Catalog("other-host", "train-a", catalog.channels, 0.1)
+    assert renamed.version == catalog.version
+    extended = Catalog("gpu-node-7", "train-a", catalog.channels + (Channel("x", "cpu", "gauge"),), 0.1)
+    assert extended.version != catalog.version
+
+
+def test_anomaly_and_alert_round_trip():
+    anomaly = Anomaly("h", "c", 17, 1, 2, ("zscore",), 3.5, 1.2, "cpu", "cpu busy is high",
+                      (Evidence("cpu.user.cpu0", "mean", 90.0, 20.0, 2.0, 35.0),))
+    assert decode_anomaly(encode_anomaly(anomaly)) == anomaly
+    alert = Alert("a-1", "h", "c", "open", 1, 2, 0.9, "network", "retransmissions")
+    assert decode_alert(encode_alert(alert)) == alert
+
+
+def test_catalog_rejects_duplicate_channel_names():
+    channel = Channel("cpu.user.cpu0", "cpu", "counter")
+    with pytest.raises(ValueError, match="repeats channel names"):
+        Catalog("h", "c", (channel, channel))
+
+
+def test_channel_rejects_unknown_subsystem_naming_allowed_values():
+    with pytest.raises(ValueError, match="not one of"):
+        Channel("x", "fpga", "gauge")
+
+
+def test_reader_with_added_optional_field_reads_old_data():
+    old = load_schema("frame")
+    new = copy.deepcopy(old)
+    new["fields"].append({"name": "agent_version", "type": ["null", "string"], "default": None})
+    old_bytes = AvroCodec(old).encode(Frame("h", "c", 1, 0, 7, (1.0,)).to_record())
+    record = AvroCodec(new, older_writer_schemas=(old,)).decode(old_bytes)
+    assert record["agent_version"] is None and record["values"] == [1.0]
+
+
+def test_reader_rejects_unknown_writer_schema():
+    old = load_schema("frame")
+    new = copy.deepcopy(old)
+    new["fields"].append({"name": "agent_version", "type": ["null", "string"], "default": None})
+    newer_bytes = AvroCodec(new).encode(Frame("h", "c", 1, 0, 7, (1.0,)).to_record() | {"agent_version": "2"})
+    with pytest.raises(DecodeError, match="unknown writer schema"):
+        decode_frame(newer_bytes)
+
+
+@pytest.mark.parametrize("payload, reason", [
+    (b"", "not an Avro single-object message"),
+    (b"{\"host\": \"x\"}", "not an Avro single-object message"),
+])
+def test_non_avro_payloads_are_rejected_with_reason(payload, reason):
+    with pytest.raises(DecodeError, match=reason):
+        decode_frame(payload)
+
+
+def test_truncated_frame_is_rejected():
+    message = encode_frame(Frame("h", "c", 5, 0, 7, (1.0, 2.0, 3.0)))
+    with pytest.raises(DecodeError):
+        decode_frame(message[:-5])
+
+
+def test_frame_with_infinite_value_is_rejected():
+    with pytest.raises(DecodeError, match="infinite"):
+        decode_frame(encode_frame(Frame("h", "c", 5, 0, 7, (math.inf,))))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_random_bytes_never_crash_the_decoder(payload):
+    try:
+        decode_frame(payload)
+    except DecodeError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=60), st.binary(min_size=1, max_size=8))
+def test_corrupted_valid_frames_decode_or_raise_decode_error(position, garbage):
+    message = bytearray(encode_frame(Frame("h", "c", 5, 3, 7, (1.0, 2.0, 3.0))))
+    position = min(position, len(message) - 1)
+    message[position:position + len(garbage)] = garbage
+    try:
+        frame = decode_frame(bytes(message))
+    except DecodeError:
+        return
+    assert isinstance(frame, Frame)

@@ -1,0 +1,53 @@
+import numpy as np
+
+from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
+from stream_jobs.engine.channels import ChannelTable
+from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline
+from stream_jobs.engine.thresholds import baseline_threshold
+
+T0 = 1_700_000_000_000_000_000
+
+
+def run(frames, catalog, settings=EngineSettings(warmup_windows=60)):
+    table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
+    pipeline = HostPipeline(table, settings)
+    verdicts = []
+    for frame in frames:
+        verdicts += pipeline.push(frame.timestamp_ns, np.asarray(frame.values))
+    return verdicts
+
+
+def test_step_change_is_flagged_and_attributed_to_its_channel():
+    catalog = synthetic_catalog("h")
+    frames = synthetic_frames(catalog, T0, 1500, seed=1, steps=(StepChange("cpu.busy.cpu3", 100.0, 25.0),))
+    verdicts = run(frames, catalog)
+    after = [v for v in verdicts if v.start_ns >= T0 + 100 * 10**9]
+    flagged_after = [v for v in after if v.anomalous]
+    assert len(flagged_after) >= 0.9 * len(after)
+    assert all(v.evidence[0].channel == "cpu.busy.cpu3" and v.subsystem == "cpu" for v in flagged_after)
+    assert "cpu.busy.cpu3" in flagged_after[0].claim and "above" in flagged_after[0].claim
+
+
+def test_clean_run_raises_almost_nothing():
+    catalog = synthetic_catalog("h")
+    verdicts = run(synthetic_frames(catalog, T0, 3000, seed=2), catalog)
+    scored = [v for v in verdicts if v.baseline_ready]
+    assert len(scored) > 200
+    assert sum(v.anomalous for v in scored) <= 0.02 * len(scored)
+
+
+def test_static_channels_take_no_part_in_scoring():
+    catalog = synthetic_catalog("h")
+    frames = synthetic_frames(catalog, T0, 1200, seed=3, steps=(StepChange("mem.MemTotal", 90.0, 1e9),))
+    assert not any(v.anomalous and v.evidence[0].channel == "mem.MemTotal" for v in run(frames, catalog))
+
+
+def test_replay_equals_live_for_the_same_frames():
+    catalog = synthetic_catalog("h")
+    frames = synthetic_frames(catalog, T0, 900, seed=4, steps=(StepChange("cpu.busy.cpu1", 70.0, 10.0),))
+    assert run(frames, catalog) == run(frames, catalog)
+
+
+def test_threshold_sits_beyond_the_baseline_scores():
+    scores = np.random.default_rng(0).gamma(2.0, 0.3, size=500)
+    assert baseline_threshold(scores) > scores.max() * 0.9

@@ -1,0 +1,47 @@
+import numpy as np
+import pytest
+
+from stream_jobs.engine.detectors.zscore import Z_CAP, ZScoreDetector
+
+
+def baseline(seed=0):
+    return np.random.default_rng(seed).normal(10.0, 2.0, size=(200, 6))
+
+
+def test_shifted_windows_score_higher_than_baseline_windows():
+    detector = ZScoreDetector().fit(baseline())
+    normal = detector.score(baseline(seed=1)[:20])
+    shifted = baseline(seed=2)[:20]
+    shifted[:, 2] += 20.0
+    assert detector.score(shifted).min() > normal.max()
+
+
+def test_scores_are_deterministic_and_inputs_unchanged():
+    data = baseline()
+    before = data.copy()
+    first = ZScoreDetector().fit(data).score(data)
+    second = ZScoreDetector().fit(data).score(data)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(data, before)
+
+
+def test_constant_baseline_feature_cannot_blow_up_the_score():
+    data = baseline()
+    data[:, 0] = 5.0
+    detector = ZScoreDetector().fit(data)
+    probe = data[:1].copy()
+    probe[0, 0] = 6.0
+    assert np.abs(detector.z(probe)).max() == Z_CAP
+
+
+def test_nan_features_take_no_part_and_never_leak_into_scores():
+    detector = ZScoreDetector().fit(baseline())
+    probe = baseline(seed=4)[:3]
+    probe[:, 1] = np.nan
+    assert np.isfinite(detector.score(probe)).all()
+    assert detector.score(np.full((1, 6), np.nan))[0] == 0.0
+
+
+def test_scoring_before_fit_is_an_error():
+    with pytest.raises(RuntimeError, match="before fit"):
+        ZScoreDetector().score(baseline())
