@@ -51,9 +51,14 @@ class WorkerShell:
         self.settings = settings
         self.stage = HostStage(settings.engine)
         self.counters = WorkerCounters()
+        self.last_record_at: float | None = None
         self.storage_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
         self.writer: ClickHouseWriter = self.storage_thread.submit(
             ClickHouseWriter, settings.clickhouse_dsn, settings.database).result()
+
+    def note_record(self) -> None:
+        self.counters.records += 1
+        self.last_record_at = time.monotonic()
 
     async def flush(self) -> None:
         try:
@@ -104,7 +109,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     @app.agent(catalogs)
     async def catalog_agent(stream):
         async for event in stream.events():
-            shell.counters.records += 1
+            shell.note_record()
             try:
                 catalog = decode_catalog(event.value)
             except DecodeError as error:
@@ -116,7 +121,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     @app.agent(samples)
     async def host_agent(stream):
         async for event in stream.events():
-            shell.counters.records += 1
+            shell.note_record()
             try:
                 frame = decode_frame(event.value)
             except DecodeError as error:

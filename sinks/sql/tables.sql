@@ -1,4 +1,5 @@
 -- Reveal's tables. ReplacingMergeTree on each row's natural key makes at-least-once delivery store once.
+-- Retention counts from when a row was stored, so a replay of an old recording is kept like live data.
 CREATE TABLE IF NOT EXISTS {db}.frames
 (
     host            LowCardinality(String),
@@ -6,12 +7,13 @@ CREATE TABLE IF NOT EXISTS {db}.frames
     ts              DateTime64(9) CODEC(DoubleDelta, ZSTD(3)),
     sequence        UInt64 CODEC(Delta, ZSTD(3)),
     catalog_version UInt32,
-    values          Array(Float64) CODEC(ZSTD(3))
+    values          Array(Float64) CODEC(ZSTD(3)),
+    stored_at       DateTime DEFAULT now()
 )
 ENGINE = ReplacingMergeTree
 PARTITION BY toDate(ts)
 ORDER BY (host, ts, sequence)
-TTL toDateTime(ts) + INTERVAL 30 DAY;
+TTL stored_at + INTERVAL 30 DAY;
 
 CREATE TABLE IF NOT EXISTS {db}.catalogs
 (
@@ -40,12 +42,13 @@ CREATE TABLE IF NOT EXISTS {db}.windows
     baseline_ready  UInt8,
     score           Float64,
     threshold       Float64,
-    anomalous       UInt8
+    anomalous       UInt8,
+    stored_at       DateTime DEFAULT now()
 )
 ENGINE = ReplacingMergeTree
 PARTITION BY toDate(end)
 ORDER BY (host, end, window_id)
-TTL toDateTime(end) + INTERVAL 90 DAY;
+TTL stored_at + INTERVAL 90 DAY;
 
 CREATE TABLE IF NOT EXISTS {db}.anomalies
 (

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import signal
+import time
 
 import faust
 
@@ -32,6 +33,8 @@ def register(commands) -> None:
                              "reveal-worker)")
     parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                         help="stop after this many seconds (default: run until stopped)")
+    parser.add_argument("--until-idle", type=positive_seconds, default=None, metavar="S",
+                        help="stop once no record has arrived for this many seconds (for replays and batch runs)")
     add_engine_options(parser)
     parser.set_defaults(handler=handle)
 
@@ -44,10 +47,14 @@ def handle(args) -> int:
     ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))
     shell = WorkerShell(settings)
     app = create_app(settings, shell)
-    if args.duration:
+    if args.duration or args.until_idle:
         @app.task
-        async def stop_after_duration():
-            await asyncio.sleep(args.duration)
+        async def stop_when_done():
+            started = time.monotonic()
+            while not _done(shell, started, args.duration, args.until_idle):
+                await asyncio.sleep(0.5)
+            log.info("worker stopping: %s", "duration reached" if args.duration and
+                     time.monotonic() - started >= args.duration else "input idle")
             os.kill(os.getpid(), signal.SIGTERM)  # the same clean path as an operator's stop
     worker = faust.Worker(app, loglevel=logging.getLevelName(logging.getLogger().level).lower(),
                           override_logging=False, quiet=True)
@@ -61,3 +68,11 @@ def handle(args) -> int:
         log.info("worker stopped: %s; stage %s; rows written %s", shell.counters, shell.stage.counters,
                  shell.writer.stats.rows)
     return status
+
+
+def _done(shell: WorkerShell, started: float, duration: float | None, until_idle: float | None) -> bool:
+    now = time.monotonic()
+    if duration and now - started >= duration:
+        return True
+    last = shell.last_record_at
+    return bool(until_idle and last is not None and now - last >= until_idle)

@@ -1,0 +1,71 @@
+"""Replay producer → real broker → real Faust worker → chDB, with a known step change and a malformed record."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
+from schemas.records import DEADLETTER_CODEC, decode_anomaly, encode_catalog, encode_frame
+from schemas.topics import TopicNames, ensure_topics
+from tests.integration.kafka_io import publish, read_topic
+
+pytestmark = pytest.mark.integration
+
+T0 = 1_700_000_000_000_000_000
+STEP_AT_S = 100.0
+MALFORMED_AT = 500
+
+
+def reveal(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stream_jobs.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def sql(dsn: str, query: str) -> list[dict]:
+    result = reveal("sql", "--clickhouse", dsn, "--format", "jsonl", query, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_step_change_reaches_clickhouse_as_an_anomaly_and_bad_record_is_dead_lettered(
+        kafka_bootstrap, topic_prefix, tmp_path):
+    names = TopicNames(topic_prefix)
+    ensure_topics({"bootstrap.servers": kafka_bootstrap}, names)
+    catalog = synthetic_catalog("replay-host", cluster="e2e")
+    frames = synthetic_frames(catalog, T0, 1500, seed=11, steps=(StepChange("cpu.busy.cpu5", STEP_AT_S, 30.0),))
+    key = catalog.host.encode()
+    publish(kafka_bootstrap, names.catalog, [(key, encode_catalog(catalog))])
+    records = [(key, encode_frame(f)) for f in frames]
+    records.insert(MALFORMED_AT, (key, b"\x00this is not a frame"))
+    publish(kafka_bootstrap, names.samples, records)
+
+    dsn = f"chdb://{tmp_path / 'clickhouse'}"
+    worker = reveal("worker", "--bootstrap", kafka_bootstrap, "--clickhouse", dsn, "--topic-prefix", topic_prefix,
+                    "--group", f"{topic_prefix}worker", "--warmup-windows", "60", "--until-idle", "6",
+                    "--duration", "120")
+    assert worker.returncode == 0, worker.stderr[-3000:]
+
+    counts = sql(dsn, "SELECT (SELECT count() FROM frames) AS frames, (SELECT count() FROM windows) AS windows, "
+                      "(SELECT count() FROM anomalies) AS anomalies")[0]
+    assert counts["frames"] == len(frames)
+    assert counts["windows"] >= 140 and counts["anomalies"] > 0
+
+    step_ns = T0 + int(STEP_AT_S * 1e9)
+    stepped = sql(dsn, f"SELECT window_id, evidence_channel[1] AS top FROM anomalies "
+                       f"WHERE start >= fromUnixTimestamp64Nano({step_ns}) ORDER BY window_id")
+    windows_after_step = sql(dsn, f"SELECT count() AS n FROM windows "
+                                  f"WHERE start >= fromUnixTimestamp64Nano({step_ns})")[0]["n"]
+    assert len(stepped) >= 0.9 * windows_after_step
+    assert all(row["top"] == "cpu.busy.cpu5" for row in stepped)
+
+    published = [decode_anomaly(m.value()) for m in read_topic(kafka_bootstrap, names.anomalies, counts["anomalies"])]
+    assert len(published) == counts["anomalies"] and {a.host for a in published} == {"replay-host"}
+
+    dead = [DEADLETTER_CODEC.decode(m.value()) for m in read_topic(kafka_bootstrap, names.deadletter, 1)]
+    assert len(dead) == 1
+    assert dead[0]["step"] == "decode-frame" and "not an Avro single-object message" in dead[0]["reason"]
+    assert dead[0]["payload"] == b"\x00this is not a frame" and dead[0]["offset"] == MALFORMED_AT
+    assert dead[0]["host"] == "replay-host"

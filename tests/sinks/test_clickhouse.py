@@ -1,0 +1,58 @@
+"""The writer against real embedded ClickHouse (chDB); one data path per process, one database per test."""
+
+import pytest
+
+from producers.synthetic import synthetic_catalog, synthetic_frames
+from schemas.records import Alert
+from sinks.clickhouse import ClickHouseWriter, StorageError, connect, describe_dsn
+from sinks.rows import alert_row, catalog_row, frame_row
+from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.host_stage import HostStage
+from stream_jobs.results import queue_output
+
+T0 = 1_700_000_000_000_000_000
+
+
+def test_every_table_is_created_and_rows_read_back(chdb_dsn, database):
+    writer = ClickHouseWriter(chdb_dsn, database)
+    catalog = synthetic_catalog("store-host")
+    frames = synthetic_frames(catalog, T0, 200)
+    stage = HostStage(EngineSettings(warmup_windows=5))
+    writer.add("catalogs", [catalog_row(catalog)])
+    queue_output(writer, stage.on_catalog(catalog))
+    for frame in frames:
+        writer.add("frames", [frame_row(frame)])
+        queue_output(writer, stage.on_frame(frame))
+    writer.add("alerts", [alert_row(Alert("a1", "store-host", "synthetic", "open", T0, T0 + 10**9, 0.5, "cpu", "x"))])
+    assert writer.flush() > 200
+    counts = dict(writer.query(f"SELECT 'frames', count() FROM {database}.frames UNION ALL "
+                               f"SELECT 'windows', count() FROM {database}.windows UNION ALL "
+                               f"SELECT 'alerts', count() FROM {database}.alerts")[1])
+    assert counts == {"frames": 200, "windows": writer.stats.rows["windows"], "alerts": 1}
+    columns, rows = writer.query(f"SELECT values[1], sequence FROM {database}.frames WHERE host = {{h:String}} "
+                                 f"ORDER BY sequence LIMIT 1", {"h": "store-host"})
+    assert rows[0] == (frames[0].values[0], 0)
+    names = writer.query(f"SELECT names FROM {database}.catalogs")[1][0][0]
+    assert tuple(names) == catalog.names
+
+
+def test_parameters_are_bound_not_formatted(chdb_dsn, database):
+    writer = ClickHouseWriter(chdb_dsn, database)
+    hostile = "x' OR 1=1 --"
+    assert writer.query(f"SELECT count() FROM {database}.frames WHERE host = {{h:String}}", {"h": hostile})[1] == [(0,)]
+
+
+def test_bad_dsn_and_database_names_are_rejected_clearly(chdb_dsn):
+    with pytest.raises(StorageError, match="scheme 'mysql' is not one of chdb, http, https"):
+        connect("mysql://localhost")
+    with pytest.raises(StorageError, match="plain identifier"):
+        ClickHouseWriter(chdb_dsn, "reveal; DROP TABLE x")
+
+
+def test_unreachable_server_names_the_target_without_password():
+    with pytest.raises(StorageError, match=r"http://reveal:\*\*\*@127.0.0.1:1"):
+        ClickHouseWriter("http://reveal:secret@127.0.0.1:1")
+
+
+def test_describe_dsn_hides_passwords():
+    assert describe_dsn("https://u:hunter2@ch:8443/db") == "https://u:***@ch:8443/db"

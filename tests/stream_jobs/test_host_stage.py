@@ -1,0 +1,52 @@
+from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
+from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.host_stage import HostStage
+
+T0 = 1_700_000_000_000_000_000
+
+
+def test_frames_before_their_catalog_are_held_then_processed():
+    catalog = synthetic_catalog("h1")
+    frames = synthetic_frames(catalog, T0, 100)
+    stage = HostStage(EngineSettings(warmup_windows=5))
+    early = [stage.on_frame(f) for f in frames[:40]]
+    assert all(not o.window_rows for o in early) and stage.counters.held == 40
+    released = stage.on_catalog(catalog)
+    assert released.window_rows and stage.counters.frames == 40
+    later = [stage.on_frame(f) for f in frames[40:]]
+    assert sum(len(o.window_rows) for o in later) > 0
+
+
+def test_each_host_has_its_own_pipeline_and_anomalies_name_their_host():
+    stage = HostStage(EngineSettings(warmup_windows=30))
+    for host, steps in (("quiet", ()), ("loud", (StepChange("cpu.busy.cpu0", 60.0, 30.0),))):
+        catalog = synthetic_catalog(host)
+        stage.on_catalog(catalog)
+        anomalies = [a for f in synthetic_frames(catalog, T0, 900, seed=5, steps=steps)
+                     for a in stage.on_frame(f).anomalies]
+        if host == "loud":
+            assert anomalies and {a.host for a in anomalies} == {"loud"}
+            assert any(e.channel == "cpu.busy.cpu0" for a in anomalies for e in a.evidence)
+        else:
+            assert len(anomalies) <= 3
+
+
+def test_sequence_gaps_are_counted():
+    catalog = synthetic_catalog("h2")
+    frames = synthetic_frames(catalog, T0, 50)
+    stage = HostStage()
+    stage.on_catalog(catalog)
+    for frame in frames[:10] + frames[15:]:
+        stage.on_frame(frame)
+    assert stage.counters.sequence_gaps == 5
+
+
+def test_new_catalog_version_restarts_the_baseline():
+    stage = HostStage(EngineSettings(warmup_windows=5))
+    small, large = synthetic_catalog("h3", gauges=2), synthetic_catalog("h3", gauges=3)
+    stage.on_catalog(small)
+    stage.on_catalog(large)
+    for frame in synthetic_frames(small, T0, 20) + synthetic_frames(large, T0 + 3 * 10**9, 20):
+        stage.on_frame(frame)
+    assert stage.counters.catalog_changes == 1
+    assert stage.pipelines["h3"][0] == large.version
