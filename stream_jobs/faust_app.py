@@ -106,29 +106,32 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
             shell.counters.anomalies += 1
             await anomalies.send(key=anomaly.host.encode(), value=encode_anomaly(anomaly))
 
-    @app.agent(catalogs)
-    async def catalog_agent(stream):
+    async def consume(stream, step: str, decode, handle) -> None:
+        """Decode each record, dead-letter what cannot be decoded, hand the rest to the stage."""
         async for event in stream.events():
             shell.note_record()
             try:
-                catalog = decode_catalog(event.value)
+                record = decode(event.value)
             except DecodeError as error:
-                await reject("decode-catalog", event, error)
+                await reject(step, event, error)
                 continue
-            queue_catalog(shell.writer, catalog)
-            await publish(shell.stage.on_catalog(catalog))
+            await publish(handle(record))
+
+    def take_catalog(catalog):
+        queue_catalog(shell.writer, catalog)
+        return shell.stage.on_catalog(catalog)
+
+    def take_frame(frame):
+        queue_frame(shell.writer, frame)
+        return shell.stage.on_frame(frame)
+
+    @app.agent(catalogs)
+    async def catalog_agent(stream):
+        await consume(stream, "decode-catalog", decode_catalog, take_catalog)
 
     @app.agent(samples)
     async def host_agent(stream):
-        async for event in stream.events():
-            shell.note_record()
-            try:
-                frame = decode_frame(event.value)
-            except DecodeError as error:
-                await reject("decode-frame", event, error)
-                continue
-            queue_frame(shell.writer, frame)
-            await publish(shell.stage.on_frame(frame))
+        await consume(stream, "decode-frame", decode_frame, take_frame)
 
     @app.timer(settings.flush_every_s)
     async def flush_storage():

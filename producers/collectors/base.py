@@ -44,6 +44,16 @@ class Collector:
             self._channels[name] = Channel(name, subsystem, kind, unit, device)
         out[name] = value
 
+    def _parse_lines(self, relative: str, parse_line, skip_header: int = 0) -> dict[str, float]:
+        """Run parse_line(out, line) over a file's lines; a line it cannot parse is skipped, not fatal."""
+        out: dict[str, float] = {}
+        for line in self._read_lines(relative)[skip_header:]:
+            try:
+                parse_line(out, line)
+            except (ValueError, IndexError) as error:
+                self._skip_line(self.source, line, error)
+        return out
+
     def _read_lines(self, relative: str) -> list[str]:
         with open(self.procfs / relative, "rb") as handle:
             return handle.read().decode("ascii", "replace").splitlines()

@@ -26,15 +26,10 @@ class DiskStatsCollector(Collector):
         self.exclude = exclude
 
     def collect(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for line in self._read_lines("diskstats"):
-            try:
-                self._parse_line(out, line.split())
-            except (ValueError, IndexError) as error:
-                self._skip_line(self.source, line, error)
-        return out
+        return self._parse_lines("diskstats", self._parse_line)
 
-    def _parse_line(self, out: dict[str, float], fields: list[str]) -> None:
+    def _parse_line(self, out: dict[str, float], line: str) -> None:
+        fields = line.split()
         if len(fields) < 14:
             raise ValueError(f"expected at least 14 fields, found {len(fields)}")
         device = fields[2]

@@ -15,13 +15,7 @@ class MemInfoCollector(Collector):
     source = "/proc/meminfo"
 
     def collect(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for line in self._read_lines("meminfo"):
-            try:
-                self._parse_line(out, line)
-            except (ValueError, IndexError) as error:
-                self._skip_line(self.source, line, error)
-        return out
+        return self._parse_lines("meminfo", self._parse_line)
 
     def _parse_line(self, out: dict[str, float], line: str) -> None:
         key, _, rest = line.partition(":")

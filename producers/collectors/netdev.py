@@ -21,13 +21,7 @@ class NetDevCollector(Collector):
         self.include_loopback = include_loopback
 
     def collect(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for line in self._read_lines("net/dev")[2:]:
-            try:
-                self._parse_line(out, line)
-            except (ValueError, IndexError) as error:
-                self._skip_line(self.source, line, error)
-        return out
+        return self._parse_lines("net/dev", self._parse_line, skip_header=2)
 
     def _parse_line(self, out: dict[str, float], line: str) -> None:
         interface, _, rest = line.partition(":")

@@ -17,15 +17,10 @@ class ProcStatCollector(Collector):
     source = "/proc/stat"
 
     def collect(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for line in self._read_lines("stat"):
-            try:
-                self._parse_line(out, line.split())
-            except (ValueError, IndexError) as error:
-                self._skip_line(self.source, line, error)
-        return out
+        return self._parse_lines("stat", self._parse_line)
 
-    def _parse_line(self, out: dict[str, float], fields: list[str]) -> None:
+    def _parse_line(self, out: dict[str, float], line: str) -> None:
+        fields = line.split()
         if not fields:
             return
         key = fields[0]
