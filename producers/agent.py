@@ -64,9 +64,16 @@ class Agent:
         self.sink.on_frame(frame)
         return frame
 
-    def run(self, should_stop: Callable[[], bool]) -> TickStats:
-        """Sample at the configured interval until should_stop() says so."""
+    def run(self, should_stop: Callable[[], bool], report_every_s: float = 60.0) -> TickStats:
+        """Sample at the configured interval until should_stop() says so, logging progress now and then."""
         log.info("agent %s (cluster %s) sampling every %.3f s from %d sources", self.settings.host,
                  self.settings.cluster, self.settings.interval_s, len(self.registry.collectors))
-        return run_schedule(self.settings.interval_s, lambda tick, due: self.sample_once(), should_stop,
-                            stats=self.stats)
+        report_ticks = max(1, round(report_every_s / self.settings.interval_s))
+
+        def tick(index: int, due: float) -> None:
+            self.sample_once()
+            if index and index % report_ticks == 0:
+                log.info("agent: %d frames, %d ticks skipped, last tick %.1f ms late, worst %.1f ms",
+                         self.sequence, self.stats.skipped, self.stats.last_lag_s * 1e3, self.stats.max_lag_s * 1e3)
+
+        return run_schedule(self.settings.interval_s, tick, should_stop, stats=self.stats)

@@ -34,6 +34,7 @@ class WorkerSettings:
     engine: EngineSettings = field(default_factory=EngineSettings)
     topics: TopicNames = TopicNames()
     flush_every_s: float = 1.0
+    report_every_s: float = 10.0
 
 
 @dataclass
@@ -55,6 +56,13 @@ class WorkerShell:
         self.storage_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
         self.writer: ClickHouseWriter = self.storage_thread.submit(
             ClickHouseWriter, settings.clickhouse_dsn, settings.database).result()
+
+    def progress(self) -> str:
+        """One line on what the worker has done so far, for operators watching its log."""
+        c, stage = self.counters, self.stage.counters
+        return (f"{c.records} records, {stage.frames} frames from {len(self.stage.pipelines)} hosts, "
+                f"{c.anomalies} anomalies, {c.dead_letters} dead letters, {stage.held} frames held for a catalog, "
+                f"{self.writer.pending_rows()} rows waiting for ClickHouse, {c.storage_errors} storage errors")
 
     def note_record(self) -> None:
         self.counters.records += 1
@@ -136,5 +144,9 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     @app.timer(settings.flush_every_s)
     async def flush_storage():
         await shell.flush()
+
+    @app.timer(settings.report_every_s)
+    async def report_progress():
+        log.info("worker: %s", shell.progress())
 
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 from schemas.records import Channel
@@ -10,7 +11,7 @@ from schemas.records import Channel
 log = logging.getLogger(__name__)
 
 
-class Collector:
+class Collector(ABC):
     """Reads one source. `collect()` returns channel name → value; `describe(name)` its catalog entry."""
 
     source = "base"
@@ -21,8 +22,9 @@ class Collector:
         self._channels: dict[str, Channel] = {}
         self._warned: set[str] = set()
 
+    @abstractmethod
     def collect(self) -> dict[str, float]:
-        raise NotImplementedError(f"{type(self).__name__} must implement collect()")
+        """Every channel this source has now, name → value; OSError when the source cannot be read at all."""
 
     def available(self) -> bool:
         """Whether this source can be read on this host; decided once when the agent starts."""
