@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from producers.collectors.base import Collector
-from producers.registry import CollectorRegistry, default_collectors
+from producers.registry import CollectorRegistry
+from producers.sources import default_collectors
 from producers.sampler import TickStats, run_schedule
 from schemas.records import Catalog, Frame
 
@@ -55,11 +56,11 @@ class Agent:
     def sample_once(self) -> Frame:
         """Read every source once and hand the frame (and a changed catalog first) to the sink."""
         timestamp_ns = self._wall_clock_ns()
-        values, catalog_changed = self.registry.sample()
+        values, catalog_changed = self.registry.sample(self.sequence)
         if catalog_changed:
             self.sink.on_catalog(self.registry.catalog)
         frame = Frame(self.settings.host, self.settings.cluster, timestamp_ns, self.sequence,
-                      self.registry.catalog.version, tuple(values))
+                      self.registry.catalog.version, values)
         self.sequence += 1
         self.sink.on_frame(frame)
         return frame

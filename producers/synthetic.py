@@ -43,5 +43,5 @@ def synthetic_frames(catalog: Catalog, start_ns: int, count: int, seed: int = 0,
         first = int(round(step.start_s / catalog.interval_s))
         values[first:, column] += step.offset if kinds[column] != "counter" else \
             step.offset * catalog.interval_s * np.arange(1, max(count - first, 0) + 1)
-    return [Frame(catalog.host, catalog.cluster, start_ns + i * interval_ns, i, catalog.version, tuple(row))
-            for i, row in enumerate(values.tolist())]
+    return [Frame(catalog.host, catalog.cluster, start_ns + i * interval_ns, i, catalog.version, row)
+            for i, row in enumerate(values)]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import math
 import zlib
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
+import numpy as np
+
 from schemas.codec import AvroCodec, DecodeError
 
+VALUE_DTYPE = np.dtype("<f8")
 SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
 CHANNEL_KINDS = ("gauge", "counter", "event", "static")
 
@@ -76,19 +78,21 @@ def catalog_fingerprint(channels: tuple[Channel, ...]) -> int:
     return zlib.crc32(text.encode()) & 0x7FFFFFFF or 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Frame:
-    """One host at one instant: its values in the order of the catalog named by catalog_version."""
+    """One host at one instant: its values (float64) in the order of the catalog named by catalog_version."""
 
     host: str
     cluster: str
     timestamp_ns: int
     sequence: int
     catalog_version: int
-    values: tuple[float, ...]
+    values: np.ndarray
 
     def to_record(self) -> dict:
-        return asdict(self) | {"values": list(self.values)}
+        return {"host": self.host, "cluster": self.cluster, "timestamp_ns": self.timestamp_ns,
+                "sequence": self.sequence, "catalog_version": self.catalog_version,
+                "values": np.asarray(self.values, dtype=VALUE_DTYPE).tobytes()}
 
 
 @dataclass(frozen=True)
@@ -163,10 +167,15 @@ def decode_frame(message: bytes) -> Frame:
         raise DecodeError(f"frame of {record['host']!r} has negative sequence {record['sequence']}")
     if record["timestamp_ns"] <= 0:
         raise DecodeError(f"frame of {record['host']!r} has non-positive timestamp_ns {record['timestamp_ns']}")
-    if any(math.isinf(v) for v in record["values"]):
+    packed = record["values"]
+    if len(packed) % VALUE_DTYPE.itemsize:
+        raise DecodeError(f"frame of {record['host']!r} seq {record['sequence']} has {len(packed)} value bytes, "
+                          f"not a multiple of {VALUE_DTYPE.itemsize}")
+    values = np.frombuffer(packed, dtype=VALUE_DTYPE)
+    if np.isinf(values).any():
         raise DecodeError(f"frame of {record['host']!r} seq {record['sequence']} carries an infinite value")
     return Frame(record["host"], record["cluster"], record["timestamp_ns"], record["sequence"],
-                 record["catalog_version"], tuple(record["values"]))
+                 record["catalog_version"], values)
 
 
 def encode_catalog(catalog: Catalog) -> bytes:

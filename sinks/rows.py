@@ -6,7 +6,7 @@ from schemas.records import Alert, Anomaly, Catalog, Frame
 
 
 def frame_row(frame: Frame) -> list:
-    return [frame.host, frame.cluster, frame.timestamp_ns, frame.sequence, frame.catalog_version, list(frame.values)]
+    return [frame.host, frame.cluster, frame.timestamp_ns, frame.sequence, frame.catalog_version, frame.values.tolist()]
 
 
 def catalog_row(catalog: Catalog) -> list:

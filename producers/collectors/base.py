@@ -1,35 +1,65 @@
-"""What every collector shares: an injected root, and a memo of the channels it has reported."""
+"""What every collector shares: an injected root, a memo of the channels it reports, and fast re-reading.
+
+A collector's `read()` returns a Reading: the channel names, in an order that stays the same (the very same tuple)
+while the source's layout is unchanged, and their values. The registry uses the tuple's identity to place values
+into the frame without looking names up on every tick.
+"""
 
 from __future__ import annotations
 
 import logging
+import operator
+import os
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
 
 from schemas.records import Channel
 
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One instant of one source: channel names and their values, aligned."""
+
+    names: tuple[str, ...]
+    values: np.ndarray
+
+
 class Collector(ABC):
     """Reads one source. `collect()` returns channel name → value; `describe(name)` its catalog entry."""
 
     source = "base"
+    # How often the source is read by default; 0 means every tick. Slow-moving or costly sources read less often.
+    default_interval_s = 0.0
 
     def __init__(self, procfs: str | Path = "/proc", sysfs: str | Path = "/sys"):
         self.procfs = Path(procfs)
         self.sysfs = Path(sysfs)
         self._channels: dict[str, Channel] = {}
         self._warned: set[str] = set()
+        self._names: tuple[str, ...] = ()
 
     @abstractmethod
     def collect(self) -> dict[str, float]:
         """Every channel this source has now, name → value; OSError when the source cannot be read at all."""
 
+    def read(self) -> Reading:
+        """The current values, with the same names tuple as last time when the channel list has not changed."""
+        values = self.collect()
+        names = tuple(values)
+        if names != self._names:
+            self._names = names
+        return Reading(self._names, np.fromiter(values.values(), dtype=np.float64, count=len(names)))
+
     def available(self) -> bool:
         """Whether this source can be read on this host; decided once when the agent starts."""
         try:
-            self.collect()
+            self.read()
         except OSError as error:
             log.warning("%s: source not readable (%s); its channels are left out", self.source, error)
             return False
@@ -38,31 +68,224 @@ class Collector(ABC):
     def describe(self, name: str) -> Channel:
         return self._channels[name]
 
-    def _put(self, out: dict[str, float], metric: str, device: str, value: float,
-             subsystem: str, kind: str, unit: str) -> None:
-        """Record one reading, registering its channel the first time it is seen."""
+    def close(self) -> None:
+        """Release open files; the collector is not used afterwards."""
+
+    def _register(self, metric: str, device: str, subsystem: str, kind: str, unit: str) -> str:
+        """The channel name for a metric on a device, registering its catalog entry the first time."""
         name = f"{metric}.{device}" if device else metric
         if name not in self._channels:
             self._channels[name] = Channel(name, subsystem, kind, unit, device)
-        out[name] = value
+        return name
 
-    def _parse_lines(self, relative: str, parse_line, skip_header: int = 0) -> dict[str, float]:
-        """Run parse_line(out, line) over a file's lines; a line it cannot parse is skipped, not fatal."""
-        out: dict[str, float] = {}
-        for line in self._read_lines(relative)[skip_header:]:
-            try:
-                parse_line(out, line)
-            except (ValueError, IndexError) as error:
-                self._skip_line(self.source, line, error)
-        return out
+    def _put(self, out: dict[str, float], metric: str, device: str, value: float,
+             subsystem: str, kind: str, unit: str) -> None:
+        """Record one reading, registering its channel the first time it is seen."""
+        out[self._register(metric, device, subsystem, kind, unit)] = value
 
-    def _read_lines(self, relative: str) -> list[str]:
-        with open(self.procfs / relative, "rb") as handle:
-            return handle.read().decode("ascii", "replace").splitlines()
-
-    def _skip_line(self, where: str, line: str, error: Exception) -> None:
-        """A malformed line costs its own channels only; say so once per source and line shape."""
-        key = f"{where}:{line[:24]}"
+    def _warn_once(self, key: str, message: str, *args) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            log.warning("%s: skipped malformed line %r (%s)", where, line[:80], error)
+            log.warning(message, *args)
+
+
+class PersistentFile:
+    """A file kept open and re-read from offset 0 with pread: procfs and sysfs regenerate it on each read."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = None
+
+    def read(self) -> bytes:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            data = os.pread(self._fd, 1 << 20, 0)
+        except OSError:
+            self.close()
+            raise
+        if len(data) == 1 << 20:  # larger than one read: fall back to reading it whole
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+        return data
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+@dataclass(frozen=True)
+class Field:
+    """Where one channel's value sits in a text source: line number, token number within the line, and scale."""
+
+    line: int
+    token: int
+    metric: str
+    device: str
+    subsystem: str
+    kind: str
+    unit: str = ""
+    scale: float = 1.0
+
+
+class TokenLayout:
+    """The positions of values and labels among a file's whitespace tokens, for re-reading without re-parsing."""
+
+    def __init__(self, names: tuple[str, ...], token_count: int, value_positions: list[int],
+                 label_positions: list[int], labels: tuple[bytes, ...], scales: np.ndarray | None, base: int):
+        self.names, self.token_count, self.labels, self.scales, self.base = names, token_count, labels, scales, base
+        self._values = _getter(value_positions)
+        self._labels = _getter(label_positions)
+        self._count = len(value_positions)
+
+    def matches(self, tokens: list[bytes]) -> bool:
+        return len(tokens) == self.token_count and self._labels(tokens) == self.labels
+
+    def values(self, tokens: list[bytes]) -> np.ndarray:
+        """The values at the layout's positions; ValueError if one of them is not a number."""
+        convert = float if self.base == 10 else (lambda token: float(int(token, self.base)))
+        values = np.fromiter(map(convert, self._values(tokens)), dtype=np.float64, count=self._count)
+        return values * self.scales if self.scales is not None else values
+
+
+def _getter(positions: list[int]) -> Callable[[list[bytes]], tuple]:
+    """itemgetter that always returns a tuple, even for zero or one position."""
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda tokens: (tokens[only],)
+    if not positions:
+        return lambda tokens: ()
+    return operator.itemgetter(*positions)
+
+
+class ProcTextCollector(Collector):
+    """A collector of one whitespace-separated text file under procfs (or sysfs).
+
+    Subclasses describe the file once in `fields(lines)`; afterwards each read splits the file and picks values by
+    position while the labels are where they were. When the layout changes (a new interface, a hot-plugged CPU) or a
+    value is malformed, the file is parsed afresh, and a malformed line then costs only its own channels.
+    """
+
+    relative = ""
+    # Token positions within a contributing line that must stay the same for the cached layout to hold.
+    label_tokens: tuple[int, ...] = (0,)
+    number_base = 10
+
+    def __init__(self, procfs="/proc", sysfs="/sys"):
+        super().__init__(procfs, sysfs)
+        self._file = PersistentFile(self._path())
+        self._layout: TokenLayout | None = None
+
+    def _path(self) -> Path:
+        return self.procfs / self.relative
+
+    def fields(self, lines: list[list[bytes]]) -> Iterable[Field]:
+        """Every value of the file, line by line; a line that cannot be understood is skipped and reported once."""
+        for number, tokens in enumerate(lines):
+            try:
+                yield from list(self.line_fields(number, tokens))
+            except (ValueError, IndexError) as error:
+                self._skip_line(tokens, error)
+
+    def line_fields(self, number: int, tokens: list[bytes]) -> Iterable[Field]:
+        """The values on one line; raise ValueError or IndexError when the line is not as expected."""
+        return ()
+
+    def _skip_line(self, tokens: list[bytes], error: Exception) -> None:
+        raw = b" ".join(tokens)[:80]
+        self._warn_once(f"line:{raw[:24]!r}", "%s: skipped malformed line %r (%s)", self.source, raw, error)
+
+    def read(self) -> Reading:
+        data = self._file.read()
+        tokens = data.split()
+        layout = self._layout
+        if layout is not None and layout.matches(tokens):
+            try:
+                return Reading(layout.names, layout.values(tokens))
+            except ValueError:
+                pass  # a malformed value: parse the file afresh below, which skips that line alone
+        layout = self._layout = self._build_layout(data)
+        return Reading(layout.names, layout.values(tokens))
+
+    def collect(self) -> dict[str, float]:
+        reading = self.read()
+        return dict(zip(reading.names, reading.values.tolist()))
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _build_layout(self, data: bytes) -> TokenLayout:
+        lines = [line.split() for line in data.splitlines()]
+        starts = np.cumsum([0] + [len(line) for line in lines]).tolist()
+        accepted = self._accepted_fields(lines)
+        names = tuple(self._register(f.metric, f.device, f.subsystem, f.kind, f.unit) for f in accepted)
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.source}: the file yields repeated channel names")
+        value_positions = [starts[f.line] + f.token for f in accepted]
+        contributing = sorted({f.line for f in accepted})
+        label_positions = [starts[line] + t for line in contributing for t in self.label_tokens
+                           if t < len(lines[line])]
+        tokens = [token for line in lines for token in line]
+        scales = np.array([f.scale for f in accepted]) if any(f.scale != 1.0 for f in accepted) else None
+        return TokenLayout(names, len(tokens), value_positions, label_positions,
+                           tuple(tokens[p] for p in label_positions), scales, self.number_base)
+
+    def _accepted_fields(self, lines: list[list[bytes]]) -> list[Field]:
+        """The fields of every line whose values parse; a line that does not is skipped and reported once."""
+        accepted: list[Field] = []
+        by_line: dict[int, list[Field]] = {}
+        for field in self.fields(lines):
+            by_line.setdefault(field.line, []).append(field)
+        for line_number, line_fields in by_line.items():
+            try:
+                for field in line_fields:
+                    int(lines[line_number][field.token], self.number_base) if self.number_base != 10 \
+                        else float(lines[line_number][field.token])
+            except (ValueError, IndexError) as error:
+                self._skip_line(lines[line_number] if line_number < len(lines) else [], error)
+                continue
+            accepted += line_fields
+        return accepted
+
+
+class SysfsFilesCollector(Collector):
+    """Many one-value files (sysfs attributes), discovered once and re-read with pread each time."""
+
+    def __init__(self, procfs="/proc", sysfs="/sys"):
+        super().__init__(procfs, sysfs)
+        self._files: list[tuple[str, PersistentFile, float]] | None = None
+        self._names_tuple: tuple[str, ...] = ()
+
+    @abstractmethod
+    def discover(self) -> Iterable[tuple[Channel, Path, float]]:
+        """(channel, file, scale) for every value this source has on this host."""
+
+    def read(self) -> Reading:
+        if self._files is None:
+            self._files = [(self._remember(channel), PersistentFile(path), scale)
+                           for channel, path, scale in self.discover()]
+            self._names_tuple = tuple(name for name, _, _ in self._files)
+            if not self._files:
+                raise FileNotFoundError(f"{self.source}: nothing to read on this host")
+        values = np.empty(len(self._files))
+        for index, (name, handle, scale) in enumerate(self._files):
+            try:
+                values[index] = float(handle.read().split()[0]) * scale
+            except (OSError, ValueError, IndexError) as error:  # one unreadable attribute costs one channel
+                self._warn_once(name, "%s: cannot read %s (%s); the channel reads NaN", self.source, handle.path,
+                                error)
+                values[index] = np.nan
+        return Reading(self._names_tuple, values)
+
+    def collect(self) -> dict[str, float]:
+        reading = self.read()
+        return dict(zip(reading.names, reading.values.tolist()))
+
+    def close(self) -> None:
+        for _, handle, _ in self._files or ():
+            handle.close()
+
+    def _remember(self, channel: Channel) -> str:
+        self._channels.setdefault(channel.name, channel)
+        return channel.name

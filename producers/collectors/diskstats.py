@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from producers.collectors.base import Collector
+from producers.collectors.base import Field, ProcTextCollector
 
 # The first eleven statistics exist since Linux 2.6; discard (4.18) and flush (5.5) fields follow when present.
 FIELDS = ("reads_completed", "reads_merged", "sectors_read", "time_reading_ms", "writes_completed",
@@ -16,26 +16,23 @@ _UNITS = {"sectors": "sectors", "time": "ms", "weighted": "ms"}
 DEFAULT_EXCLUDE = re.compile(r"^(loop|ram|zram|fd|sr)\d*")
 
 
-class DiskStatsCollector(Collector):
+class DiskStatsCollector(ProcTextCollector):
     """Cumulative I/O counters per device; ios_in_progress is a gauge (the queue depth)."""
 
     source = "/proc/diskstats"
+    relative = "diskstats"
+    label_tokens = (2,)
 
     def __init__(self, procfs="/proc", sysfs="/sys", exclude: re.Pattern = DEFAULT_EXCLUDE):
         super().__init__(procfs, sysfs)
         self.exclude = exclude
 
-    def collect(self) -> dict[str, float]:
-        return self._parse_lines("diskstats", self._parse_line)
-
-    def _parse_line(self, out: dict[str, float], line: str) -> None:
-        fields = line.split()
-        if len(fields) < 14:
-            raise ValueError(f"expected at least 14 fields, found {len(fields)}")
-        device = fields[2]
+    def line_fields(self, number, tokens):
+        if len(tokens) < 14:
+            raise ValueError(f"expected at least 14 fields, found {len(tokens)}")
+        device = tokens[2].decode()
         if self.exclude.match(device):
-            return
-        for field, value in zip(FIELDS, fields[3:]):
-            kind = "gauge" if field == "ios_in_progress" else "counter"
-            unit = _UNITS.get(field.split("_")[0], "ios")
-            self._put(out, f"disk.{field}", device, float(value), "storage", kind, unit)
+            return ()
+        return [Field(number, 3 + i, f"disk.{field}", device, "storage",
+                      "gauge" if field == "ios_in_progress" else "counter", _UNITS.get(field.split("_")[0], "ios"))
+                for i, field in enumerate(FIELDS[:len(tokens) - 3])]

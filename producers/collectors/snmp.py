@@ -1,47 +1,23 @@
-"""IP, ICMP, TCP and UDP protocol counters from /proc/net/snmp (the network namespace's view)."""
+"""Protocol counters of the network namespace: /proc/net/snmp (IP, ICMP, TCP, UDP) and /proc/net/netstat (the nstat
+view: TcpExt and IpExt, paper Appendix A)."""
 
 from __future__ import annotations
 
-from producers.collectors.base import Collector
+from producers.collectors.base import Field, ProcTextCollector
 
-PROTOCOLS = ("Ip", "Icmp", "Tcp", "Udp")
 STATIC_FIELDS = frozenset({"Ip.Forwarding", "Ip.DefaultTTL", "Tcp.RtoAlgorithm", "Tcp.RtoMin", "Tcp.RtoMax",
                            "Tcp.MaxConn"})
 GAUGE_FIELDS = frozenset({"Tcp.CurrEstab"})
-# Faults rather than traffic: retransmissions, errors, resets, failures (paper §6, packet loss).
-EVENT_FIELDS = frozenset({"Tcp.RetransSegs", "Tcp.InErrs", "Tcp.OutRsts", "Tcp.AttemptFails", "Tcp.EstabResets",
-                          "Tcp.InCsumErrors", "Udp.NoPorts", "Udp.InErrors", "Udp.RcvbufErrors", "Udp.SndbufErrors",
-                          "Udp.InCsumErrors", "Ip.InHdrErrors", "Ip.InAddrErrors", "Ip.InDiscards",
-                          "Ip.OutDiscards", "Icmp.InErrors", "Icmp.OutErrors"})
-
-
-class SnmpCollector(Collector):
-    """Protocol counters; each protocol is a header line of names followed by a line of values."""
-
-    source = "/proc/net/snmp"
-
-    def collect(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        lines = self._read_lines("net/snmp")
-        for header, values in zip(lines[::2], lines[1::2]):
-            try:
-                self._parse_pair(out, header, values)
-            except (ValueError, IndexError) as error:
-                self._skip_line(self.source, values, error)
-        return out
-
-    def _parse_pair(self, out: dict[str, float], header: str, values: str) -> None:
-        names, numbers = header.split(), values.split()
-        protocol = names[0].rstrip(":")
-        if numbers[0] != names[0]:
-            raise ValueError(f"header {names[0]!r} is followed by {numbers[0]!r}")
-        if protocol not in PROTOCOLS:
-            return
-        if len(names) != len(numbers):
-            raise ValueError(f"{len(names) - 1} names but {len(numbers) - 1} values")
-        for name, number in zip(names[1:], numbers[1:]):
-            field = f"{protocol}.{name}"
-            self._put(out, f"snmp.{field}", "", float(number), "network", _kind(field), "")
+# Faults rather than traffic: retransmissions, errors, resets, drops (paper §6, packet loss).
+EVENT_FIELDS = frozenset({
+    "Tcp.RetransSegs", "Tcp.InErrs", "Tcp.OutRsts", "Tcp.AttemptFails", "Tcp.EstabResets", "Tcp.InCsumErrors",
+    "Udp.NoPorts", "Udp.InErrors", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp.InCsumErrors", "Ip.InHdrErrors",
+    "Ip.InAddrErrors", "Ip.InDiscards", "Ip.OutDiscards", "Icmp.InErrors", "Icmp.OutErrors",
+    "TcpExt.TCPLostRetransmit", "TcpExt.TCPTimeouts", "TcpExt.TCPSynRetrans", "TcpExt.TCPRcvQDrop",
+    "TcpExt.ListenDrops", "TcpExt.ListenOverflows", "TcpExt.TCPFastRetrans", "TcpExt.TCPSlowStartRetrans",
+    "TcpExt.TCPRetransFail", "TcpExt.TCPBacklogDrop", "TcpExt.TCPZeroWindowDrop", "TcpExt.TCPOFODrop",
+    "TcpExt.TCPAbortOnTimeout", "TcpExt.TCPAbortOnData", "TcpExt.TCPSpuriousRTOs", "TcpExt.TCPDSACKRecv",
+    "TcpExt.PruneCalled", "TcpExt.TCPMemoryPressures", "IpExt.InNoRoutes", "IpExt.InCsumErrors"})
 
 
 def _kind(field: str) -> str:
@@ -50,3 +26,44 @@ def _kind(field: str) -> str:
     if field in GAUGE_FIELDS:
         return "gauge"
     return "event" if field in EVENT_FIELDS else "counter"
+
+
+class ProtocolCountersCollector(ProcTextCollector):
+    """Files made of pairs of lines: 'Proto: Name1 Name2 …' then 'Proto: value1 value2 …'."""
+
+    protocols: frozenset[str] = frozenset()
+
+    def fields(self, lines):
+        for header_number in range(0, len(lines) - 1, 2):
+            header, values = lines[header_number], lines[header_number + 1]
+            try:
+                yield from self._pair_fields(header_number + 1, header, values)
+            except (ValueError, IndexError) as error:
+                self._skip_line(values, error)
+
+    def _pair_fields(self, number: int, header: list[bytes], values: list[bytes]) -> list[Field]:
+        if not header or not values or header[0] != values[0]:
+            raise ValueError(f"header {header[:1]} is followed by {values[:1]}")
+        protocol = header[0].rstrip(b":").decode()
+        if self.protocols and protocol not in self.protocols:
+            return []
+        if len(header) != len(values):
+            raise ValueError(f"{len(header) - 1} names but {len(values) - 1} values")
+        return [Field(number, i, f"snmp.{protocol}.{name.decode()}", "", "network",
+                      _kind(f"{protocol}.{name.decode()}")) for i, name in enumerate(header[1:], start=1)]
+
+
+class SnmpCollector(ProtocolCountersCollector):
+    """IP, ICMP, TCP and UDP counters."""
+
+    source = "/proc/net/snmp"
+    relative = "net/snmp"
+    protocols = frozenset({"Ip", "Icmp", "Tcp", "Udp"})
+
+
+class NetstatCollector(ProtocolCountersCollector):
+    """TCP and IP extended counters: TCPLostRetransmit, TCPTimeouts, TCPSynRetrans, TCPRcvQDrop, ListenDrops, …"""
+
+    source = "/proc/net/netstat"
+    relative = "net/netstat"
+    protocols = frozenset({"TcpExt", "IpExt"})

@@ -24,9 +24,10 @@ def test_first_sample_builds_the_catalog_in_collector_order():
     registry = CollectorRegistry([FixedCollector("a", {"x": 1.0, "y": 2.0}), FixedCollector("b", {"z": 3.0})],
                                  "h", "c", 0.1)
     values, changed = registry.sample()
-    assert changed and values == [1.0, 2.0, 3.0]
+    assert changed and values.tolist() == [1.0, 2.0, 3.0]
     assert registry.catalog.names == ("x", "y", "z")
-    assert registry.sample() == ([1.0, 2.0, 3.0], False)
+    values, changed = registry.sample()
+    assert values.tolist() == [1.0, 2.0, 3.0] and not changed
 
 
 def test_new_channel_extends_catalog_and_vanished_channel_reads_nan():
@@ -51,3 +52,36 @@ def test_unavailable_collector_is_left_out_once(tmp_path):
 
     registry = CollectorRegistry([DiskStatsCollector(tmp_path), FixedCollector("a", {"x": 1.0})], "h", "c", 0.1)
     assert [c.source for c in registry.collectors] == ["a"]
+
+
+def test_slow_source_holds_its_last_values_between_reads():
+    fast, slow = FixedCollector("fast", {"f": 1.0}), FixedCollector("slow", {"s": 10.0})
+    registry = CollectorRegistry([fast, slow], "h", "c", 0.1, source_intervals={"slow": 0.5})
+    seen = []
+    for tick in range(10):
+        fast.readings, slow.readings = {"f": float(tick)}, {"s": 100.0 + tick}
+        seen.append(registry.sample(tick)[0].tolist())
+    assert [row[0] for row in seen] == list(range(10))
+    assert [row[1] for row in seen] == [100.0] * 5 + [105.0] * 5
+
+
+def test_source_over_its_time_budget_is_read_less_often():
+    clock = iter(x * 0.05 for x in range(1000))  # every read appears to take 50 ms against a 25 ms budget
+    registry = CollectorRegistry([FixedCollector("slow", {"s": 1.0})], "h", "c", 0.1, clock=lambda: next(clock))
+    registry.sample(0)
+    assert registry.sources[0].every_ticks == 2 and registry.sources[0].slowdowns == 1
+
+
+def test_a_source_that_fails_reads_nan_and_the_rest_of_the_frame_survives():
+    class Failing(FixedCollector):
+        def collect(self):
+            if self.readings is None:
+                raise OSError("device went away")
+            return super().collect()
+
+    flaky = Failing("flaky", {"g": 2.0})
+    registry = CollectorRegistry([FixedCollector("a", {"x": 1.0}), flaky], "h", "c", 0.1)
+    registry.sample()
+    flaky.readings = None
+    values, _ = registry.sample()
+    assert values[0] == 1.0 and math.isnan(values[1])

@@ -1,5 +1,6 @@
 import copy
 import math
+import struct
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -55,7 +56,7 @@ def test_reader_with_added_optional_field_reads_old_data():
     new["fields"].append({"name": "agent_version", "type": ["null", "string"], "default": None})
     old_bytes = AvroCodec(old).encode(Frame("h", "c", 1, 0, 7, (1.0,)).to_record())
     record = AvroCodec(new, older_writer_schemas=(old,)).decode(old_bytes)
-    assert record["agent_version"] is None and record["values"] == [1.0]
+    assert record["agent_version"] is None and record["values"] == struct.pack("<d", 1.0)
 
 
 def test_reader_rejects_unknown_writer_schema():
@@ -80,6 +81,13 @@ def test_truncated_frame_is_rejected():
     message = encode_frame(Frame("h", "c", 5, 0, 7, (1.0, 2.0, 3.0)))
     with pytest.raises(DecodeError):
         decode_frame(message[:-5])
+
+
+def test_frame_with_ragged_value_bytes_is_rejected():
+    record = Frame("h", "c", 5, 0, 7, (1.0,)).to_record() | {"values": b"\x00" * 12}
+    from schemas.records import FRAME_CODEC
+    with pytest.raises(DecodeError, match="not a multiple of 8"):
+        decode_frame(FRAME_CODEC.encode(record))
 
 
 def test_frame_with_infinite_value_is_rejected():
