@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from producers.collectors.base import Collector
+from producers.collectors.health import AgentHealthCollector
 from producers.registry import CollectorRegistry
 from producers.sources import default_collectors
 from producers.sampler import TickStats, run_schedule
@@ -32,6 +33,7 @@ class AgentSettings:
     interval_s: float = 0.1
     procfs: str = "/proc"
     sysfs: str = "/sys"
+    source_intervals: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self):
         if not 0.005 <= self.interval_s <= 60:
@@ -47,10 +49,12 @@ class Agent:
                  wall_clock_ns: Callable[[], int] = time.time_ns):
         self.settings = settings
         self.sink = sink
-        self.registry = CollectorRegistry(collectors or default_collectors(settings.procfs, settings.sysfs),
-                                          settings.host, settings.cluster, settings.interval_s)
         self.sequence = 0
         self.stats = TickStats()
+        sources = collectors if collectors is not None else default_collectors(settings.procfs, settings.sysfs)
+        health = AgentHealthCollector(self._tick_health, getattr(sink, "health", dict))
+        self.registry = CollectorRegistry([*sources, health], settings.host, settings.cluster, settings.interval_s,
+                                          dict(settings.source_intervals))
         self._wall_clock_ns = wall_clock_ns
 
     def sample_once(self) -> Frame:
@@ -64,6 +68,12 @@ class Agent:
         self.sequence += 1
         self.sink.on_frame(frame)
         return frame
+
+    def close(self) -> None:
+        self.registry.close()
+
+    def _tick_health(self) -> dict[str, float]:
+        return {"agent.tick_lag_ms": self.stats.last_lag_s * 1e3, "agent.ticks_skipped": float(self.stats.skipped)}
 
     def run(self, should_stop: Callable[[], bool], report_every_s: float = 60.0) -> TickStats:
         """Sample at the configured interval until should_stop() says so, logging progress now and then."""

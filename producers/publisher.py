@@ -1,12 +1,21 @@
-"""Publishes frames and catalogs to Kafka with an idempotent, compressing confluent-kafka producer."""
+"""Publishes frames and catalogs to Kafka with an idempotent, compressing confluent-kafka producer.
+
+While the broker is unreachable, frames go to a bounded on-disk spool instead of piling up in the client; a
+background thread replays the spool in order once the broker answers again, and only then does live publishing
+resume, so a host's frames reach Kafka in sequence order.
+"""
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
+from producers.spool import DiskSpool, SpooledRecord
 from schemas.records import Catalog, Frame, encode_catalog, encode_frame
 from schemas.topics import TopicNames
 
@@ -18,53 +27,148 @@ class DeliveryStats:
     sent: int = 0
     delivered: int = 0
     failed: int = 0
+    spooled: int = 0
+    replayed: int = 0
     last_error: str = ""
 
 
 def producer_config(bootstrap: str, extra: dict | None = None) -> dict:
     """Idempotent delivery (no duplicates, order kept per host), zstd compression (aiokafka reads it through
-    cramjam), and a short linger so frames travel in batches."""
+    cramjam), and a 200 ms linger so that a host's frames travel, and compress, a few at a time."""
     return {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-            "compression.type": "zstd", "linger.ms": 20, "batch.num.messages": 10000,
-            "message.timeout.ms": 300000, **(extra or {})}
+            "compression.type": "zstd", "linger.ms": 200, "batch.num.messages": 10000,
+            "message.timeout.ms": 60000, "log_level": 3, **(extra or {})}
 
 
 class KafkaFramePublisher:
     """A FrameSink that sends frames to reveal.samples and catalogs to reveal.catalog, keyed by host."""
 
-    def __init__(self, bootstrap: str, extra_config: dict | None = None, topics: TopicNames = TopicNames()):
+    def __init__(self, bootstrap: str, extra_config: dict | None = None, topics: TopicNames = TopicNames(),
+                 spool_dir: str | Path | None = None, spool_max_bytes: int = 256 << 20):
         self.topics = topics
-        self.producer = Producer(producer_config(bootstrap, extra_config))
         self.stats = DeliveryStats()
+        self.spool = DiskSpool(spool_dir, spool_max_bytes) if spool_dir else None
+        self.producer = Producer({**producer_config(bootstrap, extra_config), "error_cb": self._on_client_error})
+        self._broker_down = threading.Event()
+        self._failed: deque[SpooledRecord] = deque()
+        self._replay_failures = 0
+        self._stop = threading.Event()
+        self._drainer = None
+        if self.spool is not None:
+            if len(self.spool):
+                self._broker_down.set()
+            self._drainer = threading.Thread(target=self._drain_loop, name="spool-drain", daemon=True)
+            self._drainer.start()
 
     def on_catalog(self, catalog: Catalog) -> None:
-        self._send(self.topics.catalog, catalog.host, encode_catalog(catalog))
-        self.producer.flush(10)
+        self._publish(SpooledRecord(self.topics.catalog, catalog.host.encode(), encode_catalog(catalog)))
 
     def on_frame(self, frame: Frame) -> None:
-        self._send(self.topics.samples, frame.host, encode_frame(frame))
+        self._publish(SpooledRecord(self.topics.samples, frame.host.encode(), encode_frame(frame)))
+
+    def backlog(self) -> int:
+        """Records not yet handed to Kafka: spooled, or failed and waiting to be replayed."""
+        return (len(self.spool) if self.spool is not None else 0) + len(self._failed)
+
+    def health(self) -> dict[str, float]:
+        """The publisher's state as agent channels."""
+        return {"agent.frames_sent": float(self.stats.delivered), "agent.delivery_failures": float(self.stats.failed),
+                "agent.spool_records": float(self.backlog()),
+                "agent.spool_bytes": float(self.spool.size_bytes if self.spool is not None else 0),
+                "agent.dropped_frames": float(self.spool.dropped_records if self.spool is not None else 0)}
 
     def close(self, timeout_s: float = 30.0) -> int:
-        """Deliver what is queued; returns how many messages could not be delivered in time."""
+        """Deliver what is queued (the spool too, while the broker answers); returns how many records remain."""
+        if self._drainer is not None:
+            self._stop.set()
+            self._drainer.join(timeout_s)
+            self._replay(timeout_s)
         remaining = self.producer.flush(timeout_s)
-        if remaining:
-            log.error("%d messages were not delivered within %.0f s", remaining, timeout_s)
-        return remaining
+        left = remaining + self.backlog()
+        if left:
+            log.error("%d records were not delivered (%d kept in the spool for the next run)", left, self.backlog())
+        if self.spool is not None:
+            self._spool_failed()
+            self.spool.close()
+        return left
 
-    def _send(self, topic: str, host: str, payload: bytes) -> None:
+    def _publish(self, record: SpooledRecord) -> None:
+        if self.spool is not None and (self._broker_down.is_set() or len(self.spool)):
+            self.spool.append(record)
+            self.stats.spooled += 1
+            return
+        self._produce(record, replay=False)
+
+    def _produce(self, record: SpooledRecord, replay: bool) -> None:
+        callback = self._on_replayed if replay else self._on_delivery
         while True:
             try:
-                self.producer.produce(topic, payload, key=host.encode(), on_delivery=self._on_delivery)
+                self.producer.produce(record.topic, record.value, key=record.key,
+                                      on_delivery=lambda error, message, r=record: callback(error, message, r))
                 break
             except BufferError:
                 self.producer.poll(0.05)  # the local queue is full: let deliveries drain it
         self.stats.sent += 1
         self.producer.poll(0)
 
-    def _on_delivery(self, error: KafkaError | None, message) -> None:
+    def _on_delivery(self, error: KafkaError | None, message, record: SpooledRecord) -> None:
         if error is None:
             self.stats.delivered += 1
             return
         self.stats.failed += 1
         self.stats.last_error = str(error)
+        if self.spool is not None:
+            self._failed.append(record)  # replayed before the spool: it is older than anything spooled since
+            self._broker_down.set()
         log.error("delivery to %s failed: %s", message.topic(), error)
+
+    def _on_replayed(self, error: KafkaError | None, message, record: SpooledRecord) -> None:
+        if error is None:
+            self.stats.delivered += 1
+            self.stats.replayed += 1
+        else:
+            self._replay_failures += 1
+
+    def _on_client_error(self, error: KafkaError) -> None:
+        if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT) and self.spool is not None:
+            if not self._broker_down.is_set():
+                log.warning("Kafka unreachable (%s): frames go to the spool %s", error.str(), self.spool.directory)
+            self._broker_down.set()
+
+    def _drain_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            if self._broker_down.is_set() and self._broker_answers():
+                self._replay(timeout_s=30.0)
+
+    def _broker_answers(self) -> bool:
+        try:
+            self.producer.list_topics(timeout=2.0)
+        except KafkaException:
+            return False
+        return True
+
+    def _replay(self, timeout_s: float) -> None:
+        """Send failed records, then the spool, in order, a batch at a time; resume live publishing when empty."""
+        if self.producer.flush(timeout_s):  # earlier live records must resolve first, to keep the order
+            return
+        while self._failed or len(self.spool):
+            batch = list(self._failed) or self.spool.peek(1000)
+            from_failed = bool(self._failed)
+            self._replay_failures = 0
+            for record in batch:
+                self._produce(record, replay=True)
+            if self.producer.flush(timeout_s) or self._replay_failures:
+                return  # not all delivered: the broker went away again; the batch is replayed next time
+            if from_failed:
+                for _ in batch:
+                    self._failed.popleft()
+            else:
+                self.spool.release(len(batch))
+        if self._broker_down.is_set():
+            log.info("Kafka reachable again: spool replayed, live publishing resumed")
+        self._broker_down.clear()
+
+    def _spool_failed(self) -> None:
+        """Keep records that failed and were never replayed, at the spool's tail, for the next run."""
+        while self._failed:
+            self.spool.append(self._failed.popleft())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -22,7 +23,7 @@ class TickStats:
     skipped: int = 0
     last_lag_s: float = 0.0
     max_lag_s: float = 0.0
-    lags: list[float] = field(default_factory=list)
+    lags: deque = field(default_factory=lambda: deque(maxlen=36_000))  # the last hour at 10 Hz, for percentiles
 
 
 def run_schedule(interval: float, on_tick: Callable[[int, float], None], should_stop: Callable[[], bool],
@@ -42,7 +43,6 @@ def run_schedule(interval: float, on_tick: Callable[[int, float], None], should_
         stats.skipped = tick - stats.ticks
         stats.ticks += 1
         stats.last_lag_s, stats.max_lag_s = lag, max(stats.max_lag_s, lag)
-        if len(stats.lags) < 100_000:
-            stats.lags.append(lag)
+        stats.lags.append(lag)
         on_tick(tick, due)
     return stats

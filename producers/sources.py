@@ -7,10 +7,17 @@ from producers.collectors.diskstats import DiskStatsCollector
 from producers.collectors.meminfo import MemInfoCollector
 from producers.collectors.netdev import NetDevCollector
 from producers.collectors.procstat import ProcStatCollector
+from producers.collectors.interrupts import InterruptsCollector, SoftIrqsCollector
+from producers.collectors.pressure import PressureCollector
 from producers.collectors.snmp import NetstatCollector, SnmpCollector
+from producers.collectors.sockstat import SockStatCollector
+from producers.collectors.softnet import SoftnetCollector
+from producers.collectors.vmstat import VmStatCollector
 
 
 def default_collectors(procfs: str = "/proc", sysfs: str = "/sys") -> list[Collector]:
     """One instance of every source; the registry keeps those that can be read on this host."""
-    return [ProcStatCollector(procfs, sysfs), MemInfoCollector(procfs, sysfs), NetDevCollector(procfs, sysfs),
-            SnmpCollector(procfs, sysfs), NetstatCollector(procfs, sysfs), DiskStatsCollector(procfs, sysfs)]
+    proc_sources = (ProcStatCollector, InterruptsCollector, SoftIrqsCollector, PressureCollector, MemInfoCollector,
+                    VmStatCollector, NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector,
+                    SoftnetCollector, DiskStatsCollector)
+    return [source(procfs, sysfs) for source in proc_sources]

@@ -218,10 +218,7 @@ class ProcTextCollector(Collector):
     def _build_layout(self, data: bytes) -> TokenLayout:
         lines = [line.split() for line in data.splitlines()]
         starts = np.cumsum([0] + [len(line) for line in lines]).tolist()
-        accepted = self._accepted_fields(lines)
-        names = tuple(self._register(f.metric, f.device, f.subsystem, f.kind, f.unit) for f in accepted)
-        if len(set(names)) != len(names):
-            raise ValueError(f"{self.source}: the file yields repeated channel names")
+        accepted, names = self._unique(self._accepted_fields(lines))
         value_positions = [starts[f.line] + f.token for f in accepted]
         contributing = sorted({f.line for f in accepted})
         label_positions = [starts[line] + t for line in contributing for t in self.label_tokens
@@ -231,12 +228,28 @@ class ProcTextCollector(Collector):
         return TokenLayout(names, len(tokens), value_positions, label_positions,
                            tuple(tokens[p] for p in label_positions), scales, self.number_base)
 
+    def _unique(self, fields: list[Field]) -> tuple[list[Field], tuple[str, ...]]:
+        """The fields with their channel names; a name seen twice keeps its first value and is reported once."""
+        kept, names, seen = [], [], set()
+        for field in fields:
+            name = self._register(field.metric, field.device, field.subsystem, field.kind, field.unit)
+            if name in seen:
+                self._warn_once(f"repeat:{name}", "%s: %s appears more than once; the first is kept", self.source, name)
+                continue
+            seen.add(name)
+            kept.append(field)
+            names.append(name)
+        return kept, tuple(names)
+
     def _accepted_fields(self, lines: list[list[bytes]]) -> list[Field]:
         """The fields of every line whose values parse; a line that does not is skipped and reported once."""
         accepted: list[Field] = []
         by_line: dict[int, list[Field]] = {}
-        for field in self.fields(lines):
-            by_line.setdefault(field.line, []).append(field)
+        try:
+            for field in self.fields(lines):
+                by_line.setdefault(field.line, []).append(field)
+        except (ValueError, IndexError) as error:  # the file's structure, not one line, is not as expected
+            self._warn_once(f"layout:{error}", "%s: cannot read the file's layout (%s)", self.source, error)
         for line_number, line_fields in by_line.items():
             try:
                 for field in line_fields:

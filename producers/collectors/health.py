@@ -1,0 +1,37 @@
+"""The agent's own health as channels: how late its ticks run, what it costs, and what its publisher holds."""
+
+from __future__ import annotations
+
+import resource
+from typing import Callable
+
+from producers.collectors.base import Collector
+
+_UNITS = {"agent.tick_lag_ms": ("gauge", "ms"), "agent.ticks_skipped": ("event", "ticks"),
+          "agent.cpu_time_us": ("counter", "us"), "agent.max_rss_bytes": ("gauge", "bytes"),
+          "agent.frames_sent": ("counter", "frames"), "agent.delivery_failures": ("event", "frames"),
+          "agent.spool_records": ("gauge", "frames"), "agent.spool_bytes": ("gauge", "bytes"),
+          "agent.dropped_frames": ("event", "frames")}
+
+
+class AgentHealthCollector(Collector):
+    """Reads the agent's counters through the callables it is given; one channel per known name."""
+
+    source = "agent"
+    default_interval_s = 1.0
+
+    def __init__(self, *providers: Callable[[], dict[str, float]]):
+        super().__init__()
+        self.providers = providers
+
+    def collect(self) -> dict[str, float]:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        values = {"agent.cpu_time_us": (usage.ru_utime + usage.ru_stime) * 1e6,
+                  "agent.max_rss_bytes": usage.ru_maxrss * 1024.0}
+        for provider in self.providers:
+            values.update(provider())
+        out: dict[str, float] = {}
+        for name, value in values.items():
+            kind, unit = _UNITS.get(name, ("gauge", ""))
+            self._put(out, name, "", float(value), "agent", kind, unit)
+        return out

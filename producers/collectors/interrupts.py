@@ -1,0 +1,89 @@
+"""Interrupts per CPU from /proc/interrupts and softirqs per CPU from /proc/softirqs.
+
+IRQ imbalance (paper §6) shows as one CPU taking most of a busy line's interrupts, so besides each CPU's total the
+busiest lines keep their own per-CPU channels.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from producers.collectors.base import Field, ProcTextCollector, Reading
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def _cpu_count(header: list[bytes]) -> int:
+    if not header or not all(token.startswith(b"CPU") for token in header):
+        raise ValueError("the first line must name the CPUs")
+    return len(header)
+
+
+class InterruptsCollector(ProcTextCollector):
+    """Per-CPU interrupt totals, the `busiest_lines` busiest IRQ lines per CPU, and the one-value ERR/MIS lines."""
+
+    source = "/proc/interrupts"
+    relative = "interrupts"
+
+    def __init__(self, procfs="/proc", sysfs="/sys", busiest_lines: int = 4):
+        super().__init__(procfs, sysfs)
+        self.busiest_lines = busiest_lines
+        self._shape_of: tuple | None = None
+
+    def fields(self, lines):
+        """Per-CPU counts of every line first, then the one-value lines (ERR, MIS), wherever they stand."""
+        self._cpus = 0
+        self._cpus = cpus = _cpu_count(lines[0]) if lines else 0
+        singles = []
+        for number, tokens in enumerate(lines[1:], start=1):
+            label = tokens[0].rstrip(b":").decode() if tokens else ""
+            if len(tokens) >= cpus + 1 and all(t.isdigit() for t in tokens[1:cpus + 1]):
+                yield from (Field(number, 1 + c, f"irq.line_{label}", f"cpu{c}", "cpu", "counter", "interrupts")
+                            for c in range(cpus))
+            elif len(tokens) == 2 and tokens[1].isdigit():
+                singles.append(Field(number, 1, f"irq.{_UNSAFE.sub('_', label)}", "", "cpu", "event", "interrupts"))
+            elif tokens:
+                self._skip_line(tokens, ValueError(f"expected a label and {cpus} counts"))
+        yield from singles
+
+    def read(self) -> Reading:
+        raw = super().read()
+        if self._shape_of is None or self._shape_of[0] is not raw.names:
+            self._shape_of = (raw.names, *self._summary_layout(raw))
+        _, names, per_cpu, busiest_rows, singles = self._shape_of
+        matrix = raw.values[:per_cpu].reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
+        values = np.concatenate([matrix.sum(axis=0), matrix[busiest_rows].ravel(), raw.values[per_cpu:][singles]])
+        return Reading(names, values)
+
+    def _summary_layout(self, raw: Reading):
+        """Names of the summary channels for a raw layout: totals, busiest lines, one-value lines."""
+        per_cpu = sum(1 for n in raw.names if n.startswith("irq.line_"))
+        matrix = raw.values[:per_cpu].reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
+        line_labels = [raw.names[row * self._cpus].split(".")[1][5:] for row in range(matrix.shape[0])]
+        busiest = np.argsort(-matrix.sum(axis=1), kind="stable")[:self.busiest_lines]
+        names = [self._register("irq.total", f"cpu{c}", "cpu", "counter", "interrupts") for c in range(self._cpus)]
+        for row in busiest:
+            metric = f"irq.{_UNSAFE.sub('_', line_labels[row])}"
+            names += [self._register(metric, f"cpu{c}", "cpu", "counter", "interrupts") for c in range(self._cpus)]
+        singles = np.arange(len(raw.names) - per_cpu)
+        names += list(raw.names[per_cpu:])
+        return tuple(names), per_cpu, busiest, singles
+
+
+class SoftIrqsCollector(ProcTextCollector):
+    """Softirqs per type and CPU: NET_RX, NET_TX, BLOCK, TIMER, SCHED, RCU, …"""
+
+    source = "/proc/softirqs"
+    relative = "softirqs"
+
+    def fields(self, lines):
+        cpus = _cpu_count(lines[0]) if lines else 0
+        for number, tokens in enumerate(lines[1:], start=1):
+            if len(tokens) != cpus + 1 or not tokens[0].endswith(b":"):
+                self._skip_line(tokens, ValueError(f"expected a type and {cpus} counts"))
+                continue
+            kind = tokens[0][:-1].decode().lower()
+            yield from (Field(number, 1 + c, f"softirq.{kind}", f"cpu{c}", "cpu", "counter", "softirqs")
+                        for c in range(cpus))

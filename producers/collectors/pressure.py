@@ -1,0 +1,72 @@
+"""Pressure stall information (PSI) from /proc/pressure/{cpu,memory,io}: share of time tasks waited on a resource."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from producers.collectors.base import Collector, Field, ProcTextCollector, Reading
+
+_SUBSYSTEM = {"cpu": "cpu", "memory": "memory", "io": "storage"}
+
+
+class PressureFileCollector(ProcTextCollector):
+    """One PSI file: 'some avg10=0.00 avg60=0.00 avg300=0.00 total=123' and, except for cpu before 5.13, 'full …'."""
+
+    label_tokens = (0,)
+
+    def __init__(self, resource: str, procfs="/proc", sysfs="/sys"):
+        self.resource = resource
+        self.source = f"/proc/pressure/{resource}"
+        super().__init__(procfs, sysfs)
+
+    def _path(self) -> Path:
+        return self.procfs / "pressure" / self.resource
+
+    def line_fields(self, number, tokens):
+        scope = tokens[0].decode()
+        if scope not in ("some", "full") or len(tokens) != 5:
+            raise ValueError("expected 'some|full avg10=… avg60=… avg300=… total=…'")
+        subsystem = _SUBSYSTEM[self.resource]
+        return [Field(number, 1, f"psi.{self.resource}_{scope}_avg10", "", subsystem, "gauge", "percent"),
+                Field(number, 4, f"psi.{self.resource}_{scope}_total_us", "", subsystem, "counter", "us")]
+
+    def read(self) -> Reading:
+        """PSI values are 'key=value' tokens: strip the keys before the positional parse."""
+        data = self._file.read().replace(b"avg10=", b"").replace(b"avg60=", b"").replace(b"avg300=", b"") \
+            .replace(b"total=", b"")
+        tokens = data.split()
+        layout = self._layout
+        if layout is None or not layout.matches(tokens):
+            layout = self._layout = self._build_layout(data)
+        return Reading(layout.names, layout.values(tokens))
+
+
+class PressureCollector(Collector):
+    """CPU, memory and I/O pressure together (kernels since 4.20 with CONFIG_PSI)."""
+
+    source = "/proc/pressure"
+
+    def __init__(self, procfs="/proc", sysfs="/sys"):
+        super().__init__(procfs, sysfs)
+        self.files = [PressureFileCollector(r, procfs, sysfs) for r in ("cpu", "memory", "io")]
+        self._joined: tuple[tuple[str, ...], ...] = ()
+
+    def read(self) -> Reading:
+        readings = [f.read() for f in self.files]
+        parts = tuple(r.names for r in readings)
+        if parts != self._joined:
+            self._joined, self._names = parts, tuple(n for r in readings for n in r.names)
+        return Reading(self._names, np.concatenate([r.values for r in readings]))
+
+    def collect(self) -> dict[str, float]:
+        reading = self.read()
+        return dict(zip(reading.names, reading.values.tolist()))
+
+    def describe(self, name: str):
+        return next(f.describe(name) for f in self.files if name in f._channels)
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()

@@ -1,0 +1,30 @@
+"""Virtual-memory event counters and page-state gauges from /proc/vmstat."""
+
+from __future__ import annotations
+
+from producers.collectors.base import Field, ProcTextCollector
+
+# Cumulative counts among the nr_* fields, which are otherwise current page counts.
+_NR_COUNTERS = frozenset({"nr_dirtied", "nr_written", "nr_unstable", "nr_vmscan_write", "nr_vmscan_immediate_reclaim"})
+# Rare events that mark pressure or faults: summed and watched for bursts downstream.
+_EVENT_PREFIXES = ("pgmajfault", "oom_kill", "allocstall", "compact_stall", "compact_fail", "pswpin", "pswpout",
+                   "thp_fault_fallback", "thp_collapse_alloc_failed", "drop_pagecache", "drop_slab", "workingset_refault")
+
+
+def vmstat_kind(key: str) -> str:
+    if key.startswith("nr_") and key not in _NR_COUNTERS:
+        return "gauge"
+    return "event" if key.startswith(_EVENT_PREFIXES) else "counter"
+
+
+class VmStatCollector(ProcTextCollector):
+    """Every 'name value' line: nr_* gauges (pages) and cumulative counters (pgfault, pgmajfault, pswpin, …)."""
+
+    source = "/proc/vmstat"
+    relative = "vmstat"
+
+    def line_fields(self, number, tokens):
+        if len(tokens) != 2:
+            raise ValueError("expected 'name value'")
+        key = tokens[0].decode()
+        return [Field(number, 1, f"vm.{key}", "", "memory", vmstat_kind(key), "pages" if key.startswith("nr_") else "")]
