@@ -7,6 +7,8 @@
 #   REVEAL_KAFKA_HOME     state folder: jars cache, log dirs, pid and log file   (default: ~/.cache/reveal/kafka)
 #   REVEAL_KAFKA_PORT     client listener port                                    (default: 9092)
 #   REVEAL_KAFKA_WAIT_S   how long to wait for the broker to become ready         (default: 90)
+#   REVEAL_KAFKA_LIBS     where the broker jars are cached                        (default: $REVEAL_KAFKA_HOME/libs)
+#   REVEAL_KAFKA_KEEP_DATA=1  restart on the existing log directory (topics and offsets kept) instead of a fresh one
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,7 +16,7 @@ home="${REVEAL_KAFKA_HOME:-$HOME/.cache/reveal/kafka}"
 port="${REVEAL_KAFKA_PORT:-9092}"
 controller_port=$((port + 1))
 wait_s="${REVEAL_KAFKA_WAIT_S:-90}"
-libs="$home/libs"
+libs="${REVEAL_KAFKA_LIBS:-$home/libs}"
 data="$home/data"
 log="$home/broker.log"
 pidfile="$home/broker.pid"
@@ -79,11 +81,16 @@ PROPS
 
 java_opts=(-Xms256m -Xmx1g -Dlog4j2.configurationFile="$home/log4j2.properties" -cp "$classpath")
 
-rm -rf "$data"
-cluster_id="$(java "${java_opts[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
-[ -n "$cluster_id" ] || fail "could not generate a cluster id with kafka.tools.StorageTool."
-java "${java_opts[@]}" kafka.tools.StorageTool format --standalone -t "$cluster_id" -c "$config" >"$home/format.log" 2>&1 \
-  || { tail -n 20 "$home/format.log" >&2; fail "formatting the KRaft log directory $data failed."; }
+if [ "${REVEAL_KAFKA_KEEP_DATA:-0}" = 1 ] && [ -f "$data/meta.properties" ]; then
+  echo "kafka start: keeping the existing log directory $data"
+else
+  rm -rf "$data"
+  cluster_id="$(java "${java_opts[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
+  [ -n "$cluster_id" ] || fail "could not generate a cluster id with kafka.tools.StorageTool."
+  java "${java_opts[@]}" kafka.tools.StorageTool format --standalone -t "$cluster_id" -c "$config" \
+      >"$home/format.log" 2>&1 \
+    || { tail -n 20 "$home/format.log" >&2; fail "formatting the KRaft log directory $data failed."; }
+fi
 
 setsid nohup java "${java_opts[@]}" kafka.Kafka "$config" >"$log" 2>&1 < /dev/null &
 echo $! > "$pidfile"
