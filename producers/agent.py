@@ -77,8 +77,10 @@ class Agent:
 
     def run(self, should_stop: Callable[[], bool], report_every_s: float = 60.0) -> TickStats:
         """Sample at the configured interval until should_stop() says so, logging progress now and then."""
-        log.info("agent %s (cluster %s) sampling every %.3f s from %d sources", self.settings.host,
-                 self.settings.cluster, self.settings.interval_s, len(self.registry.collectors))
+        log.info("agent %s (cluster %s) sampling every %.3f s from %d sources: %s", self.settings.host,
+                 self.settings.cluster, self.settings.interval_s, len(self.registry.sources),
+                 ", ".join(f"{s.collector.source} every {s.every_ticks * self.settings.interval_s:g} s"
+                           for s in self.registry.sources))
         report_ticks = max(1, round(report_every_s / self.settings.interval_s))
 
         def tick(index: int, due: float) -> None:

@@ -20,6 +20,7 @@ from schemas.records import Catalog, Channel
 log = logging.getLogger(__name__)
 
 MAX_SOURCE_INTERVAL_S = 10.0
+OVERRUNS_BEFORE_SLOWDOWN = 3
 
 
 class DuplicateChannelError(ValueError):
@@ -38,6 +39,7 @@ class SourceState:
     reads: int = 0
     failures: int = 0
     slowdowns: int = 0
+    overruns_in_a_row: int = 0
     cpu_s: float = 0.0
 
 
@@ -121,9 +123,14 @@ class CollectorRegistry:
         return bool(new)
 
     def _keep_within_budget(self, source: SourceState, elapsed_s: float) -> None:
+        """Read a source half as often after OVERRUNS_BEFORE_SLOWDOWN reads in a row over its budget (one slow
+        read is a hiccup of the machine, not of the source)."""
         source.cpu_s += elapsed_s
-        if elapsed_s <= source.budget_s or source.every_ticks * self.interval_s >= MAX_SOURCE_INTERVAL_S:
+        source.overruns_in_a_row = source.overruns_in_a_row + 1 if elapsed_s > source.budget_s else 0
+        if source.overruns_in_a_row < OVERRUNS_BEFORE_SLOWDOWN or \
+                source.every_ticks * self.interval_s >= MAX_SOURCE_INTERVAL_S:
             return
+        source.overruns_in_a_row = 0
         source.every_ticks *= 2
         source.budget_s *= 2
         source.slowdowns += 1

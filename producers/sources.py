@@ -6,6 +6,7 @@ from producers.collectors.base import Collector
 from producers.collectors.diskstats import DiskStatsCollector
 from producers.collectors.meminfo import MemInfoCollector
 from producers.collectors.netdev import NetDevCollector
+from producers.collectors.nvml import NvmlCollector, NvmlSlowCollector
 from producers.collectors.procstat import ProcStatCollector
 from producers.collectors.interrupts import InterruptsCollector, SoftIrqsCollector
 from producers.collectors.pressure import PressureCollector
@@ -20,4 +21,5 @@ def default_collectors(procfs: str = "/proc", sysfs: str = "/sys") -> list[Colle
     proc_sources = (ProcStatCollector, InterruptsCollector, SoftIrqsCollector, PressureCollector, MemInfoCollector,
                     VmStatCollector, NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector,
                     SoftnetCollector, DiskStatsCollector)
-    return [source(procfs, sysfs) for source in proc_sources]
+    device_sources = (NvmlCollector, NvmlSlowCollector)
+    return [source(procfs, sysfs) for source in (*proc_sources, *device_sources)]

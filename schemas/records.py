@@ -160,7 +160,11 @@ def encode_frame(frame: Frame) -> bytes:
 
 def decode_frame(message: bytes) -> Frame:
     """A validated frame; DecodeError for bytes that are not one, or a frame that makes no sense."""
-    record = FRAME_CODEC.decode(message)
+    return decode_frame_record(FRAME_CODEC.decode(message))
+
+
+def decode_frame_record(record: dict) -> Frame:
+    """A validated frame from its decoded Avro record; DecodeError when it makes no sense."""
     if not record["host"]:
         raise DecodeError("frame has an empty host")
     if record["sequence"] < 0:

@@ -90,23 +90,28 @@ class Collector(ABC):
 
 
 class PersistentFile:
-    """A file kept open and re-read from offset 0 with pread: procfs and sysfs regenerate it on each read."""
+    """A file kept open and re-read from offset 0 with pread: procfs and sysfs regenerate it on each read.
+
+    The read size follows the file's size (a larger buffer costs an allocation on every read).
+    """
 
     def __init__(self, path: Path):
         self.path = path
         self._fd: int | None = None
+        self._size = 4096
 
     def read(self) -> bytes:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            data = os.pread(self._fd, 1 << 20, 0)
+            data = os.pread(self._fd, self._size, 0)
+            while len(data) >= self._size:  # the file outgrew the buffer: read it again, whole
+                self._size *= 4
+                data = os.pread(self._fd, self._size, 0)
         except OSError:
             self.close()
             raise
-        if len(data) == 1 << 20:  # larger than one read: fall back to reading it whole
-            with open(self.path, "rb") as handle:
-                data = handle.read()
+        self._size = max(4096, 2 * len(data))
         return data
 
     def close(self) -> None:

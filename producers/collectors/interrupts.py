@@ -24,6 +24,8 @@ def _cpu_count(header: list[bytes]) -> int:
 class InterruptsCollector(ProcTextCollector):
     """Per-CPU interrupt totals, the `busiest_lines` busiest IRQ lines per CPU, and the one-value ERR/MIS lines."""
 
+    default_interval_s = 0.2
+
     source = "/proc/interrupts"
     relative = "interrupts"
 

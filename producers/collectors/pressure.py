@@ -46,6 +46,8 @@ class PressureFileCollector(ProcTextCollector):
 class PressureCollector(Collector):
     """CPU, memory and I/O pressure together (kernels since 4.20 with CONFIG_PSI)."""
 
+    default_interval_s = 1.0
+
     source = "/proc/pressure"
 
     def __init__(self, procfs="/proc", sysfs="/sys"):

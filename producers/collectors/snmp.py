@@ -64,6 +64,8 @@ class SnmpCollector(ProtocolCountersCollector):
 class NetstatCollector(ProtocolCountersCollector):
     """TCP and IP extended counters: TCPLostRetransmit, TCPTimeouts, TCPSynRetrans, TCPRcvQDrop, ListenDrops, …"""
 
+    default_interval_s = 0.5
+
     source = "/proc/net/netstat"
     relative = "net/netstat"
     protocols = frozenset({"TcpExt", "IpExt"})

@@ -20,6 +20,8 @@ def vmstat_kind(key: str) -> str:
 class VmStatCollector(ProcTextCollector):
     """Every 'name value' line: nr_* gauges (pages) and cumulative counters (pgfault, pgmajfault, pswpin, …)."""
 
+    default_interval_s = 0.5
+
     source = "/proc/vmstat"
     relative = "vmstat"
 

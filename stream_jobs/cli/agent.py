@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from producers.agent import Agent, AgentSettings
+from pathlib import Path
+
+from producers.agent import Agent
 from producers.publisher import KafkaFramePublisher
 from schemas.topics import TopicNames, ensure_topics
-from stream_jobs.cli.options import add_kafka_options, StopFlag, positive_seconds
+from stream_jobs.cli.options import StopFlag, add_agent_options, add_kafka_options, agent_settings, positive_seconds
 
 log = logging.getLogger(__name__)
 
@@ -18,25 +20,28 @@ def register(commands) -> None:
         description="Sample this host every --interval seconds and publish each frame to reveal.samples (keyed by "
                     "host) and the channel catalog to reveal.catalog, creating the topics if they are missing.")
     add_kafka_options(parser)
-    parser.add_argument("--host", default=None, help="host name to report (default: this machine's name)")
-    parser.add_argument("--cluster", default="default", help="cluster name to report (default: default)")
-    parser.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
-                        help="sampling interval in seconds (default: 0.1)")
+    add_agent_options(parser)
     parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                         help="stop after this many seconds (default: run until stopped)")
-    parser.add_argument("--procfs", default="/proc", help="root of the proc filesystem to read (default: /proc)")
-    parser.add_argument("--sysfs", default="/sys", help="root of the sys filesystem to read (default: /sys)")
+    parser.add_argument("--spool-dir", default=None, metavar="DIR",
+                        help="where frames wait on disk while Kafka is unreachable (default: "
+                             "~/.cache/reveal/spool/HOST)")
+    parser.add_argument("--spool-max-mb", type=int, default=256, metavar="MB",
+                        help="spool size limit; beyond it the oldest frames are dropped and counted (default: 256)")
+    parser.add_argument("--no-spool", action="store_true", help="keep frames only in the Kafka client's memory")
     parser.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
-    settings = AgentSettings(**({"host": args.host} if args.host else {}), cluster=args.cluster,
-                             interval_s=args.interval, procfs=args.procfs, sysfs=args.sysfs)
-    log.info("agent: %s; broker %s", settings, args.bootstrap)
+    settings = agent_settings(args)
+    spool_dir = None if args.no_spool else (args.spool_dir or Path.home() / ".cache" / "reveal" / "spool" / settings.host)
+    log.info("agent: %s; broker %s; spool %s", settings, args.bootstrap, spool_dir or "off")
     ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))
-    publisher = KafkaFramePublisher(args.bootstrap, topics=TopicNames(args.topic_prefix))
+    publisher = KafkaFramePublisher(args.bootstrap, topics=TopicNames(args.topic_prefix), spool_dir=spool_dir,
+                                    spool_max_bytes=args.spool_max_mb << 20)
     agent = Agent(settings, publisher)
     stats = agent.run(StopFlag(args.duration))
+    agent.close()
     undelivered = publisher.close()
     log.info("agent stopped: %d frames sampled, %d delivered, %d failed, %d undelivered, %d ticks skipped",
              stats.ticks, publisher.stats.delivered, publisher.stats.failed, undelivered, stats.skipped)

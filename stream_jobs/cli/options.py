@@ -24,6 +24,36 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def source_interval(text: str) -> tuple[str, float]:
+    """SOURCE=SECONDS, e.g. /proc/vmstat=1 or nvml=0.5."""
+    source, sep, seconds = text.rpartition("=")
+    if not sep or not source:
+        raise argparse.ArgumentTypeError(f"{text!r} must look like SOURCE=SECONDS, e.g. /proc/vmstat=1")
+    return source, positive_seconds(seconds)
+
+
+def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    """How this host is sampled: its names, the interval, the roots read, and per-source intervals."""
+    parser.add_argument("--host", default=None, help="host name to report (default: this machine's name)")
+    parser.add_argument("--cluster", default="default", help="cluster name to report (default: default)")
+    parser.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
+                        help="sampling interval in seconds (default: 0.1)")
+    parser.add_argument("--procfs", default="/proc", help="root of the proc filesystem to read (default: /proc)")
+    parser.add_argument("--sysfs", default="/sys", help="root of the sys filesystem to read (default: /sys)")
+    parser.add_argument("--source-interval", type=source_interval, action="append", default=[],
+                        metavar="SOURCE=S", help="read one source at its own interval, e.g. /proc/vmstat=1 "
+                                                 "(repeatable; sources are named in the agent's start-up log)")
+
+
+def agent_settings(args):
+    """The frozen AgentSettings for parsed agent options."""
+    from producers.agent import AgentSettings
+
+    return AgentSettings(**({"host": args.host} if args.host else {}), cluster=args.cluster,
+                         interval_s=args.interval, procfs=args.procfs, sysfs=args.sysfs,
+                         source_intervals=tuple(args.source_interval))
+
+
 def add_kafka_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT",
                         help="Kafka bootstrap servers, e.g. 127.0.0.1:9092 (infra/kafka/start.sh starts one)")

@@ -6,9 +6,10 @@ import logging
 import sys
 from pathlib import Path
 
-from producers.agent import Agent, AgentSettings
+from producers.agent import Agent
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
-from stream_jobs.cli.options import DEFAULT_DATA_DIR, StopFlag, add_engine_options, positive_seconds
+from stream_jobs.cli.options import (DEFAULT_DATA_DIR, StopFlag, add_agent_options, add_engine_options, agent_settings,
+                                     positive_seconds)
 from stream_jobs.embedded import EmbeddedRunner
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
@@ -24,28 +25,25 @@ def register(commands) -> None:
                     "(chDB) under --data-dir. Stops at the end of --duration or on Ctrl-C, exit status 0.")
     parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                         help="stop after this many seconds (default: run until Ctrl-C)")
-    parser.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
-                        help="sampling interval in seconds (default: 0.1)")
     parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, metavar="DIR",
                         help=f"where the embedded ClickHouse keeps its tables (default: {DEFAULT_DATA_DIR})")
-    parser.add_argument("--host", default=None, help="host name to report (default: this machine's name)")
-    parser.add_argument("--cluster", default="default", help="cluster name to report (default: default)")
+    add_agent_options(parser)
     parser.add_argument("--quiet", action="store_true", help="do not print a line per window")
     add_engine_options(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
-    agent_settings = AgentSettings(**({"host": args.host} if args.host else {}), cluster=args.cluster,
-                                   interval_s=args.interval)
+    agent_config = agent_settings(args)
     engine = EngineSettings(args.window, args.stride, args.interval, args.warmup_windows)
     dsn = data_dir_dsn(args.data_dir)
-    log.info("embedded run: %s; %s; storage %s", agent_settings, engine, dsn)
+    log.info("embedded run: %s; %s; storage %s", agent_config, engine, dsn)
     Path(args.data_dir).mkdir(parents=True, exist_ok=True)
     writer = ClickHouseWriter(dsn)
     runner = EmbeddedRunner(HostStage(engine), writer, None if args.quiet else sys.stdout)
-    agent = Agent(agent_settings, runner)
+    agent = Agent(agent_config, runner)
     stats = agent.run(StopFlag(args.duration))
+    agent.close()
     runner.flush()
     writer.close()
     print(f"stopped after {stats.ticks} samples ({stats.skipped} skipped, max tick lag {stats.max_lag_s * 1e3:.1f} ms): "

@@ -69,6 +69,9 @@ def test_source_over_its_time_budget_is_read_less_often():
     clock = iter(x * 0.05 for x in range(1000))  # every read appears to take 50 ms against a 25 ms budget
     registry = CollectorRegistry([FixedCollector("slow", {"s": 1.0})], "h", "c", 0.1, clock=lambda: next(clock))
     registry.sample(0)
+    assert registry.sources[0].every_ticks == 1, "one slow read is a hiccup"
+    registry.sample(1)
+    registry.sample(2)
     assert registry.sources[0].every_ticks == 2 and registry.sources[0].slowdowns == 1
 
 

@@ -1,0 +1,111 @@
+"""Measures the agent on this host: channels, CPU per tick, jitter, and bytes per channel-sample on the wire and at
+rest. Used by `reveal bench agent`; figures are printed, never asserted."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from producers.agent import Agent, AgentSettings
+from producers.publisher import KafkaFramePublisher
+from schemas.records import Catalog, Frame
+from schemas.topics import TopicNames, ensure_topics
+
+GOALS = {"cpu_percent_of_core": 0.5, "cpu_us_per_channel_sample": 1.0, "jitter_p99_ms": 5.0,
+         "wire_bytes_per_channel_sample": 1.5, "rest_bytes_per_channel_sample": 1.0}
+
+
+@dataclass
+class AgentBenchResult:
+    channels: int = 0
+    frames: int = 0
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    jitter_p50_ms: float = 0.0
+    jitter_p99_ms: float = 0.0
+    ticks_skipped: int = 0
+    wire_bytes: float = float("nan")
+    rest_bytes: float = float("nan")
+    rest_values_bytes: float = float("nan")
+    per_source_cpu_us: dict = field(default_factory=dict)
+
+    @property
+    def channel_samples(self) -> int:
+        return self.channels * self.frames
+
+    def figures(self) -> dict[str, float]:
+        return {"cpu_percent_of_core": 100 * self.cpu_seconds / self.seconds,
+                "cpu_us_per_channel_sample": 1e6 * self.cpu_seconds / max(self.channel_samples, 1),
+                "jitter_p50_ms": self.jitter_p50_ms, "jitter_p99_ms": self.jitter_p99_ms,
+                "wire_bytes_per_channel_sample": self.wire_bytes / max(self.channel_samples, 1),
+                "rest_bytes_per_channel_sample": self.rest_bytes / max(self.channel_samples, 1),
+                "rest_values_bytes_per_channel_sample": self.rest_values_bytes / max(self.channel_samples, 1)}
+
+
+class _KeepingPublisher(KafkaFramePublisher):
+    """The real publisher, also keeping the frames it sent for the at-rest measurement."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.kept: list[Frame] = []
+        self.catalog: Catalog | None = None
+
+    def on_catalog(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        super().on_catalog(catalog)
+
+    def on_frame(self, frame: Frame) -> None:
+        self.kept.append(frame)
+        super().on_frame(frame)
+
+
+def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=print) -> AgentBenchResult:
+    """Sample this host for real, publishing to the broker, and measure what it costs."""
+    names = TopicNames(f"bench-{uuid.uuid4().hex[:8]}.")
+    ensure_topics({"bootstrap.servers": bootstrap}, names, sample_partitions=1)
+    stats: list[dict] = []
+    publisher = _KeepingPublisher(bootstrap, topics=names, extra_config={
+        "statistics.interval.ms": 1000, "stats_cb": lambda text: stats.append(json.loads(text))})
+    agent = Agent(AgentSettings(interval_s=interval_s), publisher)
+    agent.sample_once()  # warm: files opened, layouts cached, catalog announced
+    progress(f"sampling {len(agent.registry.catalog.channels)} channels every {interval_s} s for {duration_s:g} s …")
+    wall, cpu = time.perf_counter(), time.process_time()
+    deadline = time.monotonic() + duration_s
+    run_stats = agent.run(lambda: time.monotonic() >= deadline)
+    result = AgentBenchResult(len(agent.registry.catalog.channels), run_stats.ticks,
+                              time.perf_counter() - wall, time.process_time() - cpu)
+    lags = np.array(run_stats.lags) * 1e3
+    result.jitter_p50_ms, result.jitter_p99_ms = float(np.percentile(lags, 50)), float(np.percentile(lags, 99))
+    result.ticks_skipped = run_stats.skipped
+    result.per_source_cpu_us = {s.collector.source: 1e6 * s.cpu_s / max(s.reads, 1) for s in agent.registry.sources}
+    agent.close()
+    publisher.close()
+    time.sleep(1.5)
+    publisher.producer.poll(0)
+    result.wire_bytes = sum(b["txbytes"] for b in stats[-1]["brokers"].values()) * result.frames / (result.frames + 1)
+    result.rest_bytes, result.rest_values_bytes = _bytes_at_rest(publisher.catalog, publisher.kept[1:])
+    return result
+
+
+def _bytes_at_rest(catalog: Catalog, frames: list[Frame]) -> tuple[float, float]:
+    """Compressed bytes of the frames in ClickHouse's frames table (all columns, and the values column alone)."""
+    from sinks.clickhouse import ClickHouseWriter
+    from sinks.rows import frame_row
+
+    with tempfile.TemporaryDirectory() as directory:
+        writer = ClickHouseWriter(f"chdb://{directory}", "bench")
+        # wide parts account bytes per column; production parts are wide once they pass 10 MB anyway
+        writer.command("ALTER TABLE bench.frames MODIFY SETTING min_bytes_for_wide_part = 0")
+        writer.add("frames", [frame_row(f) for f in frames])
+        writer.flush()
+        writer.command("OPTIMIZE TABLE bench.frames FINAL")
+        _, rows = writer.query("SELECT column, sum(column_data_compressed_bytes) FROM system.parts_columns "
+                               "WHERE database = 'bench' AND table = 'frames' AND active GROUP BY column")
+        writer.close()
+    sizes = dict(rows)
+    return float(sum(v for k, v in sizes.items() if k != "stored_at")), float(sizes.get("values", 0))

@@ -1,0 +1,40 @@
+"""`reveal bench …`: benchmarks that print figures against Reveal's goals."""
+
+from __future__ import annotations
+
+from producers.agent_bench import GOALS, bench_agent
+from stream_jobs.cli.options import positive_seconds
+
+
+def register(commands) -> None:
+    parser = commands.add_parser("bench", help="measure Reveal's cost and speed on this machine",
+                                 description="Benchmarks that print figures next to Reveal's goals.")
+    benches = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    agent = benches.add_parser(
+        "agent", help="the agent's CPU, jitter and bytes per channel-sample on this host",
+        description="Sample this host for real at --interval for --duration seconds, publishing to the broker, "
+                    "and print: channels, agent CPU as %% of one core, µs of CPU per channel-sample, tick jitter "
+                    "p50/p99, bytes per channel-sample on the wire (Kafka, after compression, measured by the "
+                    "client's statistics) and at rest (ClickHouse frames table after its codecs, measured in "
+                    "system.parts_columns), and the CPU per read of each source.")
+    agent.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S")
+    agent.add_argument("--duration", type=positive_seconds, default=30.0, metavar="S")
+    agent.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
+                       help="Kafka broker to publish to (default: 127.0.0.1:9092; infra/kafka/start.sh)")
+    agent.set_defaults(handler=handle_agent)
+
+
+def handle_agent(args) -> int:
+    result = bench_agent(args.bootstrap, args.interval, args.duration)
+    figures = result.figures()
+    print(f"\nagent on this host: {result.channels} channels, {result.frames} frames in {result.seconds:.1f} s, "
+          f"{result.ticks_skipped} ticks skipped")
+    print(f"{'figure':38s} {'measured':>10s} {'goal':>8s}")
+    for name, value in figures.items():
+        goal = GOALS.get(name)
+        verdict = "" if goal is None else ("  ok" if value <= goal else "  MISSED")
+        print(f"{name:38s} {value:10.3f} {'' if goal is None else f'≤ {goal:g}':>8s}{verdict}")
+    print("\nCPU per read, by source (µs):")
+    for source, micros in sorted(result.per_source_cpu_us.items(), key=lambda item: -item[1]):
+        print(f"  {source:28s} {micros:8.1f}")
+    return 0
