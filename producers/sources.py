@@ -7,6 +7,7 @@ from producers.collectors.diskstats import DiskStatsCollector
 from producers.collectors.meminfo import MemInfoCollector
 from producers.collectors.netdev import NetDevCollector
 from producers.collectors.nvml import NvmlCollector, NvmlSlowCollector
+from producers.collectors.perf import PerfCollector
 from producers.collectors.procstat import ProcStatCollector
 from producers.collectors.interrupts import InterruptsCollector, SoftIrqsCollector
 from producers.collectors.pressure import PressureCollector
@@ -21,5 +22,5 @@ def default_collectors(procfs: str = "/proc", sysfs: str = "/sys") -> list[Colle
     proc_sources = (ProcStatCollector, InterruptsCollector, SoftIrqsCollector, PressureCollector, MemInfoCollector,
                     VmStatCollector, NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector,
                     SoftnetCollector, DiskStatsCollector)
-    device_sources = (NvmlCollector, NvmlSlowCollector)
+    device_sources = (PerfCollector, NvmlCollector, NvmlSlowCollector)
     return [source(procfs, sysfs) for source in (*proc_sources, *device_sources)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -96,7 +97,8 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     app = faust.App(settings.app_id, broker=f"kafka://{settings.bootstrap}", value_serializer="raw",
                     key_serializer="raw", store="memory://", web_enabled=False,
                     consumer_auto_offset_reset="earliest", topic_disable_leader=True,
-                    producer_acks=-1, broker_commit_interval=1.0)
+                    producer_acks=-1, broker_commit_interval=1.0,
+                    datadir=str(Path.home() / ".cache" / "reveal" / "faust" / settings.app_id))
     samples = app.topic(settings.topics.samples, key_type=bytes, value_type=bytes, internal=False)
     catalogs = app.topic(settings.topics.catalog, key_type=bytes, value_type=bytes, internal=False)
     anomalies = app.topic(settings.topics.anomalies, key_type=bytes, value_type=bytes, internal=False)
