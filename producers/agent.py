@@ -34,6 +34,7 @@ class AgentSettings:
     procfs: str = "/proc"
     sysfs: str = "/sys"
     source_intervals: tuple[tuple[str, float], ...] = ()
+    cgroup_parent: str = ""
 
     def __post_init__(self):
         if not 0.005 <= self.interval_s <= 60:
@@ -51,7 +52,8 @@ class Agent:
         self.sink = sink
         self.sequence = 0
         self.stats = TickStats()
-        sources = collectors if collectors is not None else default_collectors(settings.procfs, settings.sysfs)
+        sources = collectors if collectors is not None else default_collectors(settings.procfs, settings.sysfs,
+                                                                                   settings.cgroup_parent)
         health = AgentHealthCollector(self._tick_health, getattr(sink, "health", dict))
         self.registry = CollectorRegistry([*sources, health], settings.host, settings.cluster, settings.interval_s,
                                           dict(settings.source_intervals))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from producers.collectors.base import Collector
+from producers.collectors.cgroups import CgroupCollector
 from producers.collectors.diskstats import DiskStatsCollector
 from producers.collectors.meminfo import MemInfoCollector
 from producers.collectors.netdev import NetDevCollector
@@ -17,10 +18,11 @@ from producers.collectors.softnet import SoftnetCollector
 from producers.collectors.vmstat import VmStatCollector
 
 
-def default_collectors(procfs: str = "/proc", sysfs: str = "/sys") -> list[Collector]:
+def default_collectors(procfs: str = "/proc", sysfs: str = "/sys", cgroup_parent: str = "") -> list[Collector]:
     """One instance of every source; the registry keeps those that can be read on this host."""
     proc_sources = (ProcStatCollector, InterruptsCollector, SoftIrqsCollector, PressureCollector, MemInfoCollector,
                     VmStatCollector, NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector,
                     SoftnetCollector, DiskStatsCollector)
     device_sources = (PerfCollector, NvmlCollector, NvmlSlowCollector)
-    return [source(procfs, sysfs) for source in (*proc_sources, *device_sources)]
+    return [*(source(procfs, sysfs) for source in (*proc_sources, *device_sources)),
+            CgroupCollector(procfs, sysfs, parent=cgroup_parent)]

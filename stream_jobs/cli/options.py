@@ -40,6 +40,9 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
                         help="sampling interval in seconds (default: 0.1)")
     parser.add_argument("--procfs", default="/proc", help="root of the proc filesystem to read (default: /proc)")
     parser.add_argument("--sysfs", default="/sys", help="root of the sys filesystem to read (default: /sys)")
+    parser.add_argument("--cgroup-parent", default="", metavar="PATH",
+                        help="cgroup whose children are reported as containers, relative to /sys/fs/cgroup, e.g. "
+                             "system.slice or kubepods.slice/kubepods-burstable.slice (default: the root)")
     parser.add_argument("--source-interval", type=source_interval, action="append", default=[],
                         metavar="SOURCE=S", help="read one source at its own interval, e.g. /proc/vmstat=1 "
                                                  "(repeatable; sources are named in the agent's start-up log)")
@@ -51,7 +54,7 @@ def agent_settings(args):
 
     return AgentSettings(**({"host": args.host} if args.host else {}), cluster=args.cluster,
                          interval_s=args.interval, procfs=args.procfs, sysfs=args.sysfs,
-                         source_intervals=tuple(args.source_interval))
+                         source_intervals=tuple(args.source_interval), cgroup_parent=args.cgroup_parent)
 
 
 def add_kafka_options(parser: argparse.ArgumentParser) -> None:
