@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from producers.collectors.base import Collector
 from producers.collectors.cgroups import CgroupCollector
+from producers.collectors.cpufreq import CpuFreqCollector
+from producers.collectors.cpuidle import CpuIdleCollector
+from producers.collectors.infiniband import InfinibandCollector
+from producers.collectors.msr import AperfMperfCollector
+from producers.collectors.numa import NumaCollector
+from producers.collectors.rapl import RaplCollector
+from producers.collectors.thermal import ThermalCollector
 from producers.collectors.diskstats import DiskStatsCollector
 from producers.collectors.meminfo import MemInfoCollector
 from producers.collectors.netdev import NetDevCollector
@@ -23,6 +30,8 @@ def default_collectors(procfs: str = "/proc", sysfs: str = "/sys", cgroup_parent
     proc_sources = (ProcStatCollector, InterruptsCollector, SoftIrqsCollector, PressureCollector, MemInfoCollector,
                     VmStatCollector, NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector,
                     SoftnetCollector, DiskStatsCollector)
+    sysfs_sources = (CpuFreqCollector, AperfMperfCollector, CpuIdleCollector, RaplCollector, ThermalCollector,
+                     NumaCollector, InfinibandCollector)
     device_sources = (PerfCollector, NvmlCollector, NvmlSlowCollector)
-    return [*(source(procfs, sysfs) for source in (*proc_sources, *device_sources)),
+    return [*(source(procfs, sysfs) for source in (*proc_sources, *sysfs_sources, *device_sources)),
             CgroupCollector(procfs, sysfs, parent=cgroup_parent)]

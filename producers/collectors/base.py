@@ -151,7 +151,16 @@ class TokenLayout:
         """The values at the layout's positions; ValueError if one of them is not a number."""
         convert = float if self.base == 10 else (lambda token: float(int(token, self.base)))
         values = np.fromiter(map(convert, self._values(tokens)), dtype=np.float64, count=self._count)
-        return values * self.scales if self.scales is not None else values
+        if self.scales is not None:
+            values *= self.scales
+        return _finite_or_nan(values)
+
+
+def _finite_or_nan(values: np.ndarray) -> np.ndarray:
+    """'inf' in a kernel file is text, not a measurement: it reads as NaN like any unreadable value."""
+    if not np.isfinite(values).all():
+        values[np.isinf(values)] = np.nan
+    return values
 
 
 def _getter(positions: list[int]) -> Callable[[list[bytes]], tuple]:
@@ -210,7 +219,8 @@ class ProcTextCollector(Collector):
                 return Reading(layout.names, layout.values(tokens))
             except ValueError:
                 pass  # a malformed value: parse the file afresh below, which skips that line alone
-        layout = self._layout = self._build_layout(data)
+        layout = self._build_layout(data)
+        self._layout = layout if layout.names else None  # an empty layout would match any file of that size
         return Reading(layout.names, layout.values(tokens))
 
     def collect(self) -> dict[str, float]:
@@ -294,7 +304,7 @@ class SysfsFilesCollector(Collector):
                 self._warn_once(name, "%s: cannot read %s (%s); the channel reads NaN", self.source, handle.path,
                                 error)
                 values[index] = np.nan
-        return Reading(self._names_tuple, values)
+        return Reading(self._names_tuple, _finite_or_nan(values))
 
     def collect(self) -> dict[str, float]:
         reading = self.read()
