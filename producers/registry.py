@@ -1,6 +1,7 @@
 """The table of collectors of one agent, each read at its own interval, and the catalog that orders their channels.
 
-A source read less often than every tick holds its last values in the frames between reads. A source whose reads
+A source read less often than every tick holds its last values in the frames between reads. Frames list every
+source's channels in source order, so a catalog is the concatenation of the sources' channel lists. A source whose reads
 take more than its time budget is read less often (its interval doubles, up to a limit), so one slow source cannot
 stall the tick.
 """
@@ -8,13 +9,15 @@ stall the tick.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Callable
 
 import numpy as np
 
-from producers.collectors.base import Collector, Reading
+from producers.collectors.base import Collector
 from schemas.records import Catalog, Channel
 
 log = logging.getLogger(__name__)
@@ -29,13 +32,13 @@ class DuplicateChannelError(ValueError):
 
 @dataclass
 class SourceState:
-    """How one collector is scheduled and where its channels sit in the frame."""
+    """How one collector is scheduled, and its channels and values as last read."""
 
     collector: Collector
     every_ticks: int
     budget_s: float
     names: tuple[str, ...] = ()
-    slots: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
+    values: list[float] = field(default_factory=list)
     reads: int = 0
     failures: int = 0
     slowdowns: int = 0
@@ -44,7 +47,8 @@ class SourceState:
 
 
 class CollectorRegistry:
-    """Collects every available source into one vector in catalog order; new channels extend the catalog."""
+    """Collects every available source into one vector, in source order; a source's new channel list makes a new
+    catalog version."""
 
     def __init__(self, collectors: list[Collector], host: str, cluster: str, interval_s: float,
                  source_intervals: dict[str, float] | None = None, budget_fraction: float = 0.25,
@@ -53,10 +57,7 @@ class CollectorRegistry:
         self.sources = [self._schedule(c, interval_s, source_intervals or {}, budget_fraction)
                         for c in collectors if c.available()]
         self._clock = clock
-        self._index: dict[str, int] = {}
-        self._owner: dict[str, Collector] = {}
-        self._channels: list[Channel] = []
-        self._vector = np.empty(0)
+        self._width = 0
         self.catalog = Catalog(host, cluster, (), interval_s, version=1)
 
     @property
@@ -71,23 +72,23 @@ class CollectorRegistry:
         return SourceState(collector, every, budget_fraction * interval_s * every)
 
     def sample(self, tick: int = 0) -> tuple[np.ndarray, bool]:
-        """Every channel's value in catalog order (held from the last read for sources not due at this tick,
-        NaN where unread), and whether the catalog changed."""
+        """Every channel's value in catalog order (held from the last read for sources not due at this tick, NaN
+        where unread), and whether the catalog changed."""
         changed = False
         for source in self.sources:
             if tick % source.every_ticks == 0:
                 changed |= self._read_into(source)
         if changed:
-            self.catalog = Catalog(self.host, self.cluster, tuple(self._channels), self.interval_s)
-            log.info("catalog of %s now has %d channels (version %d)", self.host, len(self._channels),
-                     self.catalog.version)
-        return self._vector.copy(), changed
+            self._rebuild_catalog()
+        return np.fromiter(chain.from_iterable(s.values for s in self.sources), dtype=np.float64,
+                           count=self._width), changed
 
     def close(self) -> None:
         for source in self.sources:
             source.collector.close()
 
     def _read_into(self, source: SourceState) -> bool:
+        """Read one source; True when its channel list changed."""
         started = self._clock()
         try:
             reading = source.collector.read()
@@ -95,32 +96,28 @@ class CollectorRegistry:
             source.failures += 1
             source.collector._warn_once("read", "%s: read failed (%s); its channels are NaN until it recovers",
                                         source.collector.source, error)
-            self._vector[source.slots] = np.nan
+            source.values = [math.nan] * len(source.names)
             return False
-        changed = reading.names is not source.names and self._relayout(source, reading)
-        self._vector[source.slots] = reading.values
+        values = reading.values.tolist() if isinstance(reading.values, np.ndarray) else reading.values
+        changed = reading.names is not source.names and reading.names != source.names
+        source.names, source.values = reading.names, values
         source.reads += 1
         self._keep_within_budget(source, self._clock() - started)
         return changed
 
-    def _relayout(self, source: SourceState, reading: Reading) -> bool:
-        """Map a source's new names tuple to frame slots, adding channels never seen before."""
-        vanished = set(source.names) - set(reading.names)
-        for name in reading.names:
-            owner = self._owner.setdefault(name, source.collector)
-            if owner is not source.collector:
-                raise DuplicateChannelError(f"channel {name!r} is reported by both {owner.source} "
-                                            f"and {source.collector.source}")
-        new = [name for name in reading.names if name not in self._index]
-        for name in new:
-            self._index[name] = len(self._channels)
-            self._channels.append(source.collector.describe(name))
-        if new:
-            self._vector = np.concatenate([self._vector, np.full(len(new), np.nan)])
-        self._vector[[self._index[n] for n in vanished]] = np.nan
-        source.names = reading.names
-        source.slots = np.fromiter((self._index[n] for n in reading.names), dtype=np.intp, count=len(reading.names))
-        return bool(new)
+    def _rebuild_catalog(self) -> None:
+        owner: dict[str, Collector] = {}
+        channels: list[Channel] = []
+        for source in self.sources:
+            for name in source.names:
+                previous = owner.setdefault(name, source.collector)
+                if previous is not source.collector:
+                    raise DuplicateChannelError(f"channel {name!r} is reported by both {previous.source} "
+                                                f"and {source.collector.source}")
+                channels.append(source.collector.describe(name))
+        self._width = len(channels)
+        self.catalog = Catalog(self.host, self.cluster, tuple(channels), self.interval_s)
+        log.info("catalog of %s now has %d channels (version %d)", self.host, self._width, self.catalog.version)
 
     def _keep_within_budget(self, source: SourceState, elapsed_s: float) -> None:
         """Read a source half as often after OVERRUNS_BEFORE_SLOWDOWN reads in a row over its budget (one slow

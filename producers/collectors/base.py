@@ -8,6 +8,7 @@ into the frame without looking names up on every tick.
 from __future__ import annotations
 
 import logging
+import math
 import operator
 import os
 from abc import ABC, abstractmethod
@@ -27,7 +28,7 @@ class Reading:
     """One instant of one source: channel names and their values, aligned."""
 
     names: tuple[str, ...]
-    values: np.ndarray
+    values: list[float] | np.ndarray
 
 
 class Collector(ABC):
@@ -54,7 +55,7 @@ class Collector(ABC):
         names = tuple(values)
         if names != self._names:
             self._names = names
-        return Reading(self._names, np.fromiter(values.values(), dtype=np.float64, count=len(names)))
+        return Reading(self._names, list(values.values()))
 
     def available(self) -> bool:
         """Whether this source can be read on this host; decided once when the agent starts."""
@@ -138,7 +139,7 @@ class TokenLayout:
     """The positions of values and labels among a file's whitespace tokens, for re-reading without re-parsing."""
 
     def __init__(self, names: tuple[str, ...], token_count: int, value_positions: list[int],
-                 label_positions: list[int], labels: tuple[bytes, ...], scales: np.ndarray | None, base: int):
+                 label_positions: list[int], labels: tuple[bytes, ...], scales: list[float] | None, base: int):
         self.names, self.token_count, self.labels, self.scales, self.base = names, token_count, labels, scales, base
         self._values = _getter(value_positions)
         self._labels = _getter(label_positions)
@@ -147,20 +148,24 @@ class TokenLayout:
     def matches(self, tokens: list[bytes]) -> bool:
         return len(tokens) == self.token_count and self._labels(tokens) == self.labels
 
-    def values(self, tokens: list[bytes]) -> np.ndarray:
+    def values(self, tokens: list[bytes]) -> list[float]:
         """The values at the layout's positions; ValueError if one of them is not a number."""
         convert = float if self.base == 10 else (lambda token: float(int(token, self.base)))
-        values = np.fromiter(map(convert, self._values(tokens)), dtype=np.float64, count=self._count)
+        values = list(map(convert, self._values(tokens)))
         if self.scales is not None:
-            values *= self.scales
+            values = list(map(operator.mul, values, self.scales))
         return _finite_or_nan(values)
 
 
-def _finite_or_nan(values: np.ndarray) -> np.ndarray:
+def _finite_or_nan(values: list[float]) -> list[float]:
     """'inf' in a kernel file is text, not a measurement: it reads as NaN like any unreadable value."""
-    if not np.isfinite(values).all():
-        values[np.isinf(values)] = np.nan
+    if math.inf in values or -math.inf in values:
+        return [math.nan if math.isinf(v) else v for v in values]
     return values
+
+
+def _as_list(values) -> list[float]:
+    return values.tolist() if isinstance(values, np.ndarray) else list(values)
 
 
 def _getter(positions: list[int]) -> Callable[[list[bytes]], tuple]:
@@ -225,7 +230,7 @@ class ProcTextCollector(Collector):
 
     def collect(self) -> dict[str, float]:
         reading = self.read()
-        return dict(zip(reading.names, reading.values.tolist()))
+        return dict(zip(reading.names, _as_list(reading.values)))
 
     def close(self) -> None:
         self._file.close()
@@ -239,7 +244,7 @@ class ProcTextCollector(Collector):
         label_positions = [starts[line] + t for line in contributing for t in self.label_tokens
                            if t < len(lines[line])]
         tokens = [token for line in lines for token in line]
-        scales = np.array([f.scale for f in accepted]) if any(f.scale != 1.0 for f in accepted) else None
+        scales = [f.scale for f in accepted] if any(f.scale != 1.0 for f in accepted) else None
         return TokenLayout(names, len(tokens), value_positions, label_positions,
                            tuple(tokens[p] for p in label_positions), scales, self.number_base)
 
@@ -296,19 +301,18 @@ class SysfsFilesCollector(Collector):
             self._names_tuple = tuple(name for name, _, _ in self._files)
             if not self._files:
                 raise FileNotFoundError(f"{self.source}: nothing to read on this host")
-        values = np.empty(len(self._files))
+        values = [math.nan] * len(self._files)
         for index, (name, handle, scale) in enumerate(self._files):
             try:
                 values[index] = float(handle.read().split()[0]) * scale
             except (OSError, ValueError, IndexError) as error:  # one unreadable attribute costs one channel
                 self._warn_once(name, "%s: cannot read %s (%s); the channel reads NaN", self.source, handle.path,
                                 error)
-                values[index] = np.nan
         return Reading(self._names_tuple, _finite_or_nan(values))
 
     def collect(self) -> dict[str, float]:
         reading = self.read()
-        return dict(zip(reading.names, reading.values.tolist()))
+        return dict(zip(reading.names, _as_list(reading.values)))
 
     def close(self) -> None:
         for _, handle, _ in self._files or ():

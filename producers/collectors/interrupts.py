@@ -54,24 +54,24 @@ class InterruptsCollector(ProcTextCollector):
         raw = super().read()
         if self._shape_of is None or self._shape_of[0] is not raw.names:
             self._shape_of = (raw.names, *self._summary_layout(raw))
-        _, names, per_cpu, busiest_rows, singles = self._shape_of
-        matrix = raw.values[:per_cpu].reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
-        values = np.concatenate([matrix.sum(axis=0), matrix[busiest_rows].ravel(), raw.values[per_cpu:][singles]])
+        _, names, per_cpu, busiest_rows = self._shape_of
+        counts = np.asarray(raw.values[:per_cpu])
+        matrix = counts.reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
+        values = matrix.sum(axis=0).tolist() + matrix[busiest_rows].ravel().tolist() + raw.values[per_cpu:]
         return Reading(names, values)
 
     def _summary_layout(self, raw: Reading):
         """Names of the summary channels for a raw layout: totals, busiest lines, one-value lines."""
         per_cpu = sum(1 for n in raw.names if n.startswith("irq.line_"))
-        matrix = raw.values[:per_cpu].reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
+        matrix = np.asarray(raw.values[:per_cpu]).reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
         line_labels = [raw.names[row * self._cpus].split(".")[1][5:] for row in range(matrix.shape[0])]
         busiest = np.argsort(-matrix.sum(axis=1), kind="stable")[:self.busiest_lines]
         names = [self._register("irq.total", f"cpu{c}", "cpu", "counter", "interrupts") for c in range(self._cpus)]
         for row in busiest:
             metric = f"irq.{_UNSAFE.sub('_', line_labels[row])}"
             names += [self._register(metric, f"cpu{c}", "cpu", "counter", "interrupts") for c in range(self._cpus)]
-        singles = np.arange(len(raw.names) - per_cpu)
         names += list(raw.names[per_cpu:])
-        return tuple(names), per_cpu, busiest, singles
+        return tuple(names), per_cpu, busiest
 
 
 class SoftIrqsCollector(ProcTextCollector):

@@ -60,11 +60,11 @@ class PressureCollector(Collector):
         parts = tuple(r.names for r in readings)
         if parts != self._joined:
             self._joined, self._names = parts, tuple(n for r in readings for n in r.names)
-        return Reading(self._names, np.concatenate([r.values for r in readings]))
+        return Reading(self._names, [v for r in readings for v in r.values])
 
     def collect(self) -> dict[str, float]:
         reading = self.read()
-        return dict(zip(reading.names, reading.values.tolist()))
+        return dict(zip(reading.names, reading.values))
 
     def describe(self, name: str):
         return next(f.describe(name) for f in self.files if name in f._channels)

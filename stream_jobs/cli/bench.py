@@ -13,7 +13,8 @@ def register(commands) -> None:
     agent = benches.add_parser(
         "agent", help="the agent's CPU, jitter and bytes per channel-sample on this host",
         description="Sample this host for real at --interval for --duration seconds, publishing to the broker, "
-                    "and print: channels, agent CPU as %% of one core, µs of CPU per channel-sample, tick jitter "
+                    "and print: channels, agent CPU as %% of one core (the whole process, Kafka client threads included, and the "
+                    "sampling thread alone), µs of CPU per channel-sample, tick jitter "
                     "p50/p99, bytes per channel-sample on the wire (Kafka, after compression, measured by the "
                     "client's statistics) and at rest (ClickHouse frames table after its codecs, measured in "
                     "system.parts_columns), and the CPU per read of each source.")

@@ -347,9 +347,9 @@ def test_garbage_in_any_one_file_never_crashes_a_read_nor_touches_other_groups(t
                                  else replace_token(damaged_file.read_bytes(), *garbage))
         reading = collector.read()
         collector.close()
-    assert reading.values.dtype == np.float64 and reading.values.shape == (len(reading.names),)
+    assert all(isinstance(v, float) for v in reading.values) and len(reading.values) == len(reading.names)
     damaged = group_of(parent, relative)
-    for name, value in zip(reading.names, reading.values.tolist()):
+    for name, value in zip(reading.names, list(reading.values)):
         if collector.describe(name).device != damaged:
             assert same_value(value, baseline[name]), name
 

@@ -79,5 +79,5 @@ def test_garbage_in_one_attribute_never_crashes_a_read(one_cpu_root, garbage):
     attribute.write_bytes(garbage)
     after = collector.read()
     assert after.names is before.names
-    assert after.values.dtype == np.float64
+    assert all(isinstance(v, float) for v in after.values)
     assert after.values[1] == before.values[1] == 4000.0

@@ -92,5 +92,5 @@ def test_garbage_in_one_attribute_never_crashes_a_read(one_cpu_root, garbage, at
     finally:
         path.write_bytes(original)
     assert len(reading.names) == 8 and len(set(reading.names)) == 8
-    assert reading.values.dtype == np.float64
+    assert all(isinstance(v, float) for v in reading.values)
     assert reading.values[0] == float((LARGE / CPU0_IDLE / "state0/time").read_text())

@@ -110,6 +110,6 @@ def test_garbage_in_one_attribute_never_crashes_a_read(hca_copy, garbage, attrib
         path.write_bytes(original)
         collector.close()
     assert after.names is before.names
-    assert after.values.dtype == np.float64
+    assert all(isinstance(v, float) for v in after.values)
     unchanged = [index for index, name in enumerate(after.names) if name.endswith("mlx5_1_1")]
-    assert np.array_equal(after.values[unchanged], before.values[unchanged])
+    assert np.array_equal(np.asarray(after.values)[unchanged], np.asarray(before.values)[unchanged])

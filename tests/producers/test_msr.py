@@ -129,4 +129,4 @@ def test_garbage_in_one_msr_file_never_crashes_a_read(tmp_path_factory, garbage,
     after = collector.read()
     collector.close()
     assert after.names is before.names
-    assert after.values.dtype == np.float64 and tuple(after.values[1:3]) == expected
+    assert all(isinstance(v, float) for v in after.values) and tuple(after.values[1:3]) == expected

@@ -121,6 +121,6 @@ def test_garbage_in_one_node_file_never_crashes_a_read(two_nodes, lines, relativ
         during = collector.read()
     finally:
         path.write_bytes(original)
-    assert during.values.dtype == np.float64 and len(during.names) == len(during.values)
+    assert all(isinstance(v, float) for v in during.values) and len(during.names) == len(during.values)
     node1 = {name: value for name, value in zip(during.names, during.values) if name.endswith(".node1")}
     assert node1 == {name: value for name, value in before.items() if name.endswith(".node1")}

@@ -89,6 +89,6 @@ def test_garbage_in_one_attribute_never_crashes_a_read(laptop_copy, garbage, att
     finally:
         path.write_bytes(original)
     assert len(reading.names) == 8 and len(set(reading.names)) == 8
-    assert reading.values.dtype == np.float64
+    assert all(isinstance(v, float) for v in reading.values)
     assert reading.names[0] == "cpu.energy_uj.package-0"
     assert reading.values[0] == float((LAPTOP / POWERCAP / "intel-rapl:0/energy_uj").read_text())

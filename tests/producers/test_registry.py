@@ -30,15 +30,18 @@ def test_first_sample_builds_the_catalog_in_collector_order():
     assert values.tolist() == [1.0, 2.0, 3.0] and not changed
 
 
-def test_new_channel_extends_catalog_and_vanished_channel_reads_nan():
+def test_a_changed_channel_list_makes_a_new_catalog_version():
     source = FixedCollector("a", {"x": 1.0})
-    registry = CollectorRegistry([source], "h", "c", 0.1)
+    registry = CollectorRegistry([source, FixedCollector("b", {"z": 3.0})], "h", "c", 0.1)
     registry.sample()
     first_version = registry.catalog.version
-    source.readings = {"eth1": 5.0}
+    source.readings = {"x": 2.0, "eth1": 5.0}
     values, changed = registry.sample()
     assert changed and registry.catalog.version != first_version
-    assert math.isnan(values[0]) and values[1] == 5.0
+    assert registry.catalog.names == ("x", "eth1", "z") and values.tolist() == [2.0, 5.0, 3.0]
+    source.readings = {"eth1": 6.0}
+    values, changed = registry.sample()
+    assert changed and registry.catalog.names == ("eth1", "z") and values.tolist() == [6.0, 3.0]
 
 
 def test_two_collectors_reporting_one_channel_are_rejected_naming_both():

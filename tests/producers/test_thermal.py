@@ -89,5 +89,5 @@ def test_garbage_in_one_attribute_never_crashes_a_read(laptop_copy, garbage, att
     finally:
         path.write_bytes(original)
     assert len(reading.names) == 12 and len(set(reading.names)) == 12
-    assert reading.values.dtype == np.float64
+    assert all(isinstance(v, float) for v in reading.values)
     assert reading.values[0] == pytest.approx(47.0)
