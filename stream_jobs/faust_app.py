@@ -94,11 +94,13 @@ def dead_letter(step: str, event, reason: str) -> bytes:
 
 def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     """The Faust app with the catalog and host-stage agents and the storage flush timer."""
+    state_dir = Path.home() / ".cache" / "reveal" / "faust" / settings.app_id
+    state_dir.mkdir(parents=True, exist_ok=True)
     app = faust.App(settings.app_id, broker=f"kafka://{settings.bootstrap}", value_serializer="raw",
                     key_serializer="raw", store="memory://", web_enabled=False,
                     consumer_auto_offset_reset="earliest", topic_disable_leader=True,
                     producer_acks=-1, broker_commit_interval=1.0,
-                    datadir=str(Path.home() / ".cache" / "reveal" / "faust" / settings.app_id))
+                    datadir=str(state_dir))
     samples = app.topic(settings.topics.samples, key_type=bytes, value_type=bytes, internal=False)
     catalogs = app.topic(settings.topics.catalog, key_type=bytes, value_type=bytes, internal=False)
     anomalies = app.topic(settings.topics.anomalies, key_type=bytes, value_type=bytes, internal=False)
