@@ -1,0 +1,104 @@
+"""What a loaded input holds per host, and the safe repairs every input format shares."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from stream_jobs.engine.channels import ChannelTable
+
+DEFAULT_INTERVAL_S = 0.1
+REPAIR_KINDS = ("sorted_rows", "duplicate_rows", "empty_cells", "infinite_values")
+
+# Reveal's channel names start with their source; longer prefixes first so cgroup channels split by controller.
+SUBSYSTEM_PREFIXES = (
+    ("cgroup.cpu_", "cpu"), ("cgroup.memory_", "memory"), ("cgroup.io_", "storage"),
+    ("cpu.", "cpu"), ("pmu.", "cpu"), ("irq.", "cpu"), ("softirq.", "cpu"),
+    ("gpu.", "gpu"),
+    ("mem.", "memory"), ("vm.", "memory"), ("numa.", "memory"),
+    ("net.", "network"), ("snmp.", "network"), ("sock.", "network"), ("ib.", "network"),
+    ("disk.", "storage"),
+    ("agent.", "agent"),
+)
+UNKNOWN_SUBSYSTEM = "other"
+
+
+class TableError(ValueError):
+    """An input that cannot become a table; the message names the file and, where known, the column and row."""
+
+
+@dataclass(frozen=True)
+class TableChannels(ChannelTable):
+    """A loaded table's columns in value order; usable wherever the engine takes a ChannelTable."""
+
+
+@dataclass(frozen=True, eq=False)
+class HostTable:
+    """One host's rows: sorted unique timestamps (int64 ns) and a float64 matrix, one column per channel."""
+
+    host: str
+    cluster: str
+    channels: TableChannels
+    timestamps_ns: np.ndarray
+    values: np.ndarray
+    interval_s: float
+
+
+@dataclass(frozen=True, eq=False)
+class RecordedTable:
+    """Every host of one input file, in order of first appearance, and the repairs made while loading it."""
+
+    path: str
+    hosts: dict[str, HostTable]
+    repairs: dict[str, int]
+
+
+def subsystem_for(name: str) -> str:
+    """The subsystem a Reveal channel name belongs to, or 'other' for names that do not follow Reveal's scheme.
+
+    >>> subsystem_for("gpu.util.gpu0"), subsystem_for("gpu_util")
+    ('gpu', 'other')
+    """
+    return next((subsystem for prefix, subsystem in SUBSYSTEM_PREFIXES if name.startswith(prefix)),
+                UNKNOWN_SUBSYSTEM)
+
+
+def gauge_channels(names: list[str]) -> TableChannels:
+    """Channels for a table without a catalog: every column a gauge, subsystems read from the names."""
+    return TableChannels(tuple(names), ("gauge",) * len(names), tuple(subsystem_for(n) for n in names))
+
+
+def empty_repairs() -> Counter:
+    return Counter(dict.fromkeys(REPAIR_KINDS, 0))
+
+
+def repaired_host(host: str, cluster: str, channels: TableChannels, timestamps_ns: np.ndarray,
+                  values: np.ndarray, repairs: Counter, interval_s: float | None = None) -> HostTable:
+    """One host's rows in file order, with missing and infinite cells, order and duplicates repaired and counted."""
+    values = np.array(values, dtype=np.float64)
+    infinite = np.isinf(values)
+    repairs["empty_cells"] += int(np.count_nonzero(np.isnan(values)))
+    repairs["infinite_values"] += int(np.count_nonzero(infinite))
+    values[infinite] = np.nan
+    timestamps_ns, values = _sorted_unique(np.asarray(timestamps_ns, dtype=np.int64), values, repairs)
+    return HostTable(host, cluster, channels, timestamps_ns, values,
+                     interval_s if interval_s is not None else typical_interval_s(timestamps_ns))
+
+
+def _sorted_unique(timestamps_ns: np.ndarray, values: np.ndarray, repairs: Counter):
+    """Rows sorted by time (stable), keeping the first of rows that share a timestamp."""
+    repairs["sorted_rows"] += int(np.count_nonzero(timestamps_ns[1:] < timestamps_ns[:-1]))
+    order = np.argsort(timestamps_ns, kind="stable")
+    timestamps_ns, values = timestamps_ns[order], values[order]
+    first = np.concatenate(([True], timestamps_ns[1:] != timestamps_ns[:-1]))
+    repairs["duplicate_rows"] += int(len(first) - np.count_nonzero(first))
+    return timestamps_ns[first], values[first]
+
+
+def typical_interval_s(timestamps_ns: np.ndarray) -> float:
+    """The median spacing of sorted unique timestamps, or the agent's 100 ms when there are fewer than two."""
+    if len(timestamps_ns) < 2:
+        return DEFAULT_INTERVAL_S
+    return float(np.median(np.diff(timestamps_ns))) / 1e9
