@@ -1,0 +1,164 @@
+"""Cross-host comparison (paper §3.1 reporting, §6 HugePages case): a host that persistently differs from its peers.
+
+Each window, every host's channel means (static channels included: a host's HugePages_Total never varies on the
+host itself, only between hosts) are compared with the cluster's. The cluster level of a channel is its median
+across hosts and its spread the MAD, as in Minder's straggler detection: robust statistics ignore a minority of odd
+hosts, where a leave-one-out comparison would make both halves of a split cluster look deviant. A host becomes a
+finding only once the same channel has deviated for `persist_windows` consecutive windows, so one slow step or one
+burst is not, and neither is a different noisy channel crossing the threshold each window (with a handful of hosts
+the MAD of some channel is nearly always tiny).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+# The MAD of a normal distribution is this fraction of its standard deviation.
+MAD_TO_SIGMA = 1.4826
+# |z| is capped so that a channel that is exactly equal on all peers but one ranks, but does not read as 1e12.
+Z_CAP = 1_000.0
+
+
+@dataclass(frozen=True, eq=False)
+class HostSummary:
+    """One host's channel means over one window."""
+
+    host: str
+    window_id: int
+    names: tuple[str, ...]
+    values: np.ndarray
+
+    def __post_init__(self):
+        if len(self.names) != len(self.values):
+            raise ValueError(f"{self.host}: {len(self.names)} names but {len(self.values)} values")
+
+
+@dataclass(frozen=True)
+class PeerDeviation:
+    """A host whose listed channels have differed from its peers for `persisted_windows` windows, most deviant first."""
+
+    host: str
+    window_id: int
+    channels: tuple[str, ...]
+    z: tuple[float, ...]
+    persisted_windows: int
+    peers: int
+
+    def as_dict(self) -> dict[str, float]:
+        """Channel → robust z, the form signatures.match_signature takes."""
+        return dict(zip(self.channels, self.z))
+
+
+@dataclass(frozen=True, eq=False)
+class PeerScores:
+    """Robust z of every host (rows) and common channel (columns) in one window."""
+
+    hosts: tuple[str, ...]
+    names: tuple[str, ...]
+    z: np.ndarray
+
+    @property
+    def host_deviation(self) -> np.ndarray:
+        """Each host's largest |z| over the channels."""
+        return np.abs(self.z).max(axis=1, initial=0.0)
+
+
+def common_matrix(summaries: list[HostSummary]) -> tuple[tuple[str, ...], np.ndarray]:
+    """The channels every host has, in the first host's order, and the hosts × channels matrix of their means."""
+    if not summaries:
+        return (), np.zeros((0, 0))
+    shared = set(summaries[0].names).intersection(*(s.names for s in summaries[1:]))
+    names = tuple(n for n in summaries[0].names if n in shared)
+    rows = []
+    for summary in summaries:
+        position = {name: i for i, name in enumerate(summary.names)}
+        rows.append(np.asarray(summary.values, dtype=np.float64)[[position[n] for n in names]])
+    return names, np.vstack(rows)
+
+
+def robust_z(matrix: np.ndarray, relative_floor: float = 0.01, absolute_floor: float = 1e-9) -> np.ndarray:
+    """(value − median across hosts) / (1.4826 · MAD), the spread floored at a fraction of |median|; NaN → 0.
+
+    >>> robust_z(np.array([[512.0], [512.0], [512.0], [5120.0]])).ravel().round(1)
+    array([  0.,   0.,   0., 900.])
+    """
+    values = np.where(np.isfinite(matrix), matrix, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a channel no host reported is all NaN, by design
+        median = np.nanmedian(values, axis=0)
+        spread = MAD_TO_SIGMA * np.nanmedian(np.abs(values - median), axis=0)
+    floor = relative_floor * np.abs(np.nan_to_num(median)) + absolute_floor
+    scale = np.fmax(np.nan_to_num(spread), floor)
+    with np.errstate(invalid="ignore", over="ignore"):
+        z = (values - median) / scale
+    return np.clip(np.nan_to_num(z, nan=0.0), -Z_CAP, Z_CAP)
+
+
+class PeerComparator:
+    """Compares each window's hosts with one another and reports hosts that keep deviating."""
+
+    def __init__(self, min_peers: int = 2, z_threshold: float = 4.0, persist_windows: int = 5, top: int = 5):
+        if min_peers < 1 or z_threshold <= 0 or persist_windows < 1 or top < 1:
+            raise ValueError(f"min_peers {min_peers}, persist_windows {persist_windows} and top {top} must be ≥ 1, "
+                             f"z_threshold {z_threshold} > 0")
+        self.min_peers = min_peers
+        self.z_threshold = z_threshold
+        self.persist_windows = persist_windows
+        self.top = top
+        self._streaks: dict[str, _Streak] = {}
+
+    def scores(self, summaries: list[HostSummary]) -> PeerScores:
+        """Robust z of every host and common channel, without touching the persistence state."""
+        hosts = tuple(s.host for s in summaries)
+        if len(set(hosts)) != len(hosts):
+            raise ValueError(f"a window lists a host twice: {sorted(h for h in set(hosts) if hosts.count(h) > 1)}")
+        names, matrix = common_matrix(summaries)
+        return PeerScores(hosts, names, robust_z(matrix))
+
+    def compare(self, window_id: int, summaries: list[HostSummary]) -> list[PeerDeviation]:
+        """Findings for this window: hosts with channels deviating now and in the `persist_windows` − 1 before."""
+        if len(summaries) < self.min_peers + 1:
+            return []
+        scores = self.scores(summaries)
+        deviating = np.abs(scores.z) >= self.z_threshold
+        findings = []
+        for row, host in enumerate(scores.hosts):
+            streak = self._advance(host, window_id, scores.names, deviating[row])
+            if (streak >= self.persist_windows).any():
+                findings.append(self._finding(scores, row, window_id, streak))
+        return findings
+
+    def _advance(self, host: str, window_id: int, names: tuple[str, ...], deviating: np.ndarray) -> np.ndarray:
+        """Each channel's run of consecutive deviating windows on the host, this one included."""
+        previous = self._streaks.get(host)
+        carried = np.zeros(len(names), dtype=np.int64)
+        if previous is not None and previous.window_id == window_id - 1:
+            carried = previous.streak if previous.names == names else previous.realigned(names)
+        streak = np.where(deviating, carried + 1, 0)
+        self._streaks[host] = _Streak(window_id, names, streak)
+        return streak
+
+    def _finding(self, scores: PeerScores, row: int, window_id: int, streak: np.ndarray) -> PeerDeviation:
+        magnitude = np.where(streak >= self.persist_windows, np.abs(scores.z[row]), -1.0)
+        order = np.argsort(-magnitude, kind="stable")[:self.top]
+        order = order[magnitude[order] >= 0]
+        return PeerDeviation(scores.hosts[row], window_id, tuple(scores.names[i] for i in order),
+                             tuple(float(scores.z[row, i]) for i in order), int(streak[order].max()),
+                             len(scores.hosts) - 1)
+
+
+@dataclass(frozen=True, eq=False)
+class _Streak:
+    """One host's per-channel deviation runs as of its last compared window."""
+
+    window_id: int
+    names: tuple[str, ...]
+    streak: np.ndarray
+
+    def realigned(self, names: tuple[str, ...]) -> np.ndarray:
+        """The runs for another channel order; channels new to the host start from zero."""
+        position = {name: i for i, name in enumerate(self.names)}
+        return np.array([self.streak[position[n]] if n in position else 0 for n in names], dtype=np.int64)

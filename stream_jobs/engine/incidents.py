@@ -1,0 +1,292 @@
+"""Incidents: runs of anomalous windows on one host, reported as alerts that open, update and close.
+
+Operators act on incidents, not on windows (paper §4.4: "the identification of persistent and meaningful
+bottlenecks"): consecutive anomalous windows of a host, allowing quiet gaps shorter than `close_after` windows,
+form one incident, announced once when it opens, again only when its severity escalates or its dominant subsystem
+changes, and once when `close_after` windows have passed without an anomaly. A workload starting or stopping is
+not an anomaly: RegimeDetector spots it and the tracker reports it once as a "regime" notice instead, then holds
+the host's anomalies back for `settle_windows` windows while its baseline is learned again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stream_jobs.engine.signatures import match_signature
+
+EVIDENCE_LIMIT = 5
+SUMMARY_EVIDENCE = 3
+
+
+@dataclass(frozen=True)
+class AlertEvent:
+    """One state of an alert, as published: 'open', 'update' or 'closed' (regime notices are born closed)."""
+
+    alert_id: str
+    host: str
+    state: str
+    start_ns: int
+    end_ns: int
+    severity: float
+    subsystem: str
+    summary: str
+    hint: str = ""
+    kind: str = "anomaly"
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A snapshot of an open incident."""
+
+    incident_id: str
+    host: str
+    first_window_id: int
+    last_window_id: int
+    start_ns: int
+    end_ns: int
+    windows: int
+    peak_severity: float
+    subsystem: str
+    evidence: tuple[tuple[str, str, float], ...]
+
+
+@dataclass(frozen=True)
+class _FlaggedWindow:
+    window_id: int
+    start_ns: int
+    end_ns: int
+    severity: float
+    subsystem: str
+    evidence: tuple[tuple[str, str, float], ...]
+
+
+@dataclass
+class _OpenIncident:
+    """The running tally of one incident."""
+
+    host: str
+    first_window_id: int
+    start_ns: int
+    last_window_id: int = 0
+    end_ns: int = 0
+    windows: int = 0
+    peak: float = 0.0
+    severity_by_subsystem: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    evidence_counts: Counter = field(default_factory=Counter)
+    strongest_z: dict[tuple[str, str], float] = field(default_factory=dict)
+    reported_severity: float = 0.0
+    reported_subsystem: str = ""
+    last_event: AlertEvent | None = None
+
+    @property
+    def incident_id(self) -> str:
+        return f"{self.host}:{self.first_window_id}"
+
+    def add(self, window: _FlaggedWindow) -> None:
+        self.last_window_id, self.end_ns = window.window_id, window.end_ns
+        self.windows += 1
+        self.peak = max(self.peak, window.severity)
+        self.severity_by_subsystem[window.subsystem] += window.severity
+        for channel, feature, z in window.evidence:
+            self.evidence_counts[(channel, feature)] += 1
+            if abs(z) > abs(self.strongest_z.get((channel, feature), 0.0)):
+                self.strongest_z[(channel, feature)] = z
+
+    @property
+    def subsystem(self) -> str:
+        """The subsystem with the largest summed severity (alphabetical among ties, for determinism)."""
+        return min(self.severity_by_subsystem.items(), key=lambda item: (-item[1], item[0]))[0]
+
+    def top_evidence(self) -> tuple[tuple[str, str, float], ...]:
+        """The most frequent metric–feature pairs, strongest first among equals, with their strongest z."""
+        pairs = sorted(self.evidence_counts, key=lambda p: (-self.evidence_counts[p], -abs(self.strongest_z[p]), p))
+        return tuple((c, f, self.strongest_z[(c, f)]) for c, f in pairs[:EVIDENCE_LIMIT])
+
+    def snapshot(self) -> Incident:
+        return Incident(self.incident_id, self.host, self.first_window_id, self.last_window_id, self.start_ns,
+                        self.end_ns, self.windows, self.peak, self.subsystem, self.top_evidence())
+
+
+@dataclass
+class _HostState:
+    incident: _OpenIncident | None = None
+    pending: list[_FlaggedWindow] = field(default_factory=list)
+    last_window_id: int | None = None
+    settled_after: int | None = None
+
+
+class IncidentTracker:
+    """Turns per-window verdicts of many hosts into deduplicated alert events."""
+
+    def __init__(self, open_after: int = 1, close_after: int = 3, escalation: float = 1.5, settle_windows: int = 30):
+        if open_after < 1 or close_after < 1 or escalation <= 1.0 or settle_windows < 0:
+            raise ValueError(f"open_after {open_after} and close_after {close_after} must be ≥ 1, escalation "
+                             f"{escalation} > 1 and settle_windows {settle_windows} ≥ 0")
+        self.open_after = open_after
+        self.close_after = close_after
+        self.escalation = escalation
+        self.settle_windows = settle_windows
+        self._hosts: dict[str, _HostState] = defaultdict(_HostState)
+
+    def update(self, host: str, window_id: int, start_ns: int, end_ns: int, flagged: bool, severity: float,
+               subsystem: str, evidence=()) -> list[AlertEvent]:
+        """Feed one window's verdict; returns the alert events it causes. Late or repeated windows are ignored."""
+        state = self._hosts[host]
+        if state.last_window_id is not None and window_id <= state.last_window_id:
+            return []
+        state.last_window_id = window_id
+        flagged = flagged and (state.settled_after is None or window_id > state.settled_after)
+        events = self._expire(state, window_id, flagged)
+        if not flagged:
+            state.pending = []
+            return events
+        window = _FlaggedWindow(window_id, start_ns, end_ns, _finite(severity), subsystem, _triples(evidence))
+        return events + (self._extend(state, window) if state.incident else self._maybe_open(host, state, window))
+
+    def regime_change(self, host: str, window_id: int, start_ns: int, end_ns: int, change: str) -> list[AlertEvent]:
+        """Close the host's incident, announce the workload change once and hold its anomalies for a while."""
+        state = self._hosts[host]
+        state.pending, state.settled_after = [], window_id + self.settle_windows
+        events = self._close(state, f"explained by: {change}") if state.incident else []
+        notice = AlertEvent(f"{host}:{window_id}:regime", host, "closed", start_ns, end_ns, 0.0, "",
+                            f"{change} on {host} at window {window_id}", "", "regime")
+        return events + [notice]
+
+    def close_all(self) -> list[AlertEvent]:
+        """Close every open incident (end of a run), host by host in name order."""
+        events = []
+        for host in sorted(self._hosts):
+            state = self._hosts[host]
+            state.pending = []
+            if state.incident:
+                events += self._close(state, "run ended")
+        return events
+
+    def open_incidents(self) -> list[Incident]:
+        return [s.incident.snapshot() for _, s in sorted(self._hosts.items()) if s.incident]
+
+    def _expire(self, state: _HostState, window_id: int, flagged: bool) -> list[AlertEvent]:
+        """Close the incident once `close_after` windows have passed since its last anomalous one."""
+        if state.incident is None:
+            return []
+        quiet = window_id - state.incident.last_window_id - (1 if flagged else 0)
+        return self._close(state, "") if quiet >= self.close_after else []
+
+    def _maybe_open(self, host: str, state: _HostState, window: _FlaggedWindow) -> list[AlertEvent]:
+        if state.pending and state.pending[-1].window_id != window.window_id - 1:
+            state.pending = []
+        state.pending.append(window)
+        if len(state.pending) < self.open_after:
+            return []
+        incident = _OpenIncident(host, state.pending[0].window_id, state.pending[0].start_ns)
+        for pending in state.pending:
+            incident.add(pending)
+        state.incident, state.pending = incident, []
+        return self._emit(incident, "open", "")
+
+    def _extend(self, state: _HostState, window: _FlaggedWindow) -> list[AlertEvent]:
+        incident = state.incident
+        incident.add(window)
+        escalated = incident.peak > incident.reported_severity and (
+            incident.reported_severity <= 0 or incident.peak >= self.escalation * incident.reported_severity)
+        if escalated or incident.subsystem != incident.reported_subsystem:
+            return self._emit(incident, "update", "")
+        return []
+
+    def _close(self, state: _HostState, reason: str) -> list[AlertEvent]:
+        incident, state.incident = state.incident, None
+        return self._emit(incident, "closed", reason)
+
+    def _emit(self, incident: _OpenIncident, state: str, reason: str) -> list[AlertEvent]:
+        """The event for the incident's current state, unless it repeats the previous one."""
+        top = incident.top_evidence()
+        signature = match_signature(top)
+        event = AlertEvent(incident.incident_id, incident.host, state, incident.start_ns, incident.end_ns,
+                           incident.peak, incident.subsystem, _summary(incident, top, signature, reason),
+                           signature.hint if signature else "")
+        if event == incident.last_event:
+            return []
+        incident.last_event = event
+        incident.reported_severity, incident.reported_subsystem = incident.peak, incident.subsystem
+        return [event]
+
+
+def _summary(incident: _OpenIncident, top, signature, reason: str) -> str:
+    """One line, e.g. 'cpu anomaly on h1 over 4 windows, peak severity 7.2; cpu.busy.cpu3 std z=+12.0'."""
+    plural = "s" if incident.windows != 1 else ""
+    words = f"{incident.subsystem} anomaly on {incident.host} over {incident.windows} window{plural}, " \
+            f"peak severity {incident.peak:.3g}"
+    if top:
+        words += "; " + ", ".join(f"{c} {f} z={z:+.1f}" for c, f, z in top[:SUMMARY_EVIDENCE])
+    if signature:
+        words += f"; looks like {signature.name}"
+    return words + (f"; {reason}" if reason else "")
+
+
+def _finite(value: float) -> float:
+    return float(np.nan_to_num(float(value), nan=0.0, posinf=np.finfo(np.float64).max, neginf=0.0))
+
+
+def _triples(evidence) -> tuple[tuple[str, str, float], ...]:
+    """(channel, feature, z) triples from tuples or from attribution Contributions."""
+    return tuple((e.channel, e.feature, float(e.z)) if hasattr(e, "channel") else (str(e[0]), str(e[1]), float(e[2]))
+                 for e in evidence)
+
+
+@dataclass
+class _Regime:
+    current: str | None = None
+    candidate: str | None = None
+    streak: int = 0
+    last_window_id: int | None = None
+
+
+class RegimeDetector:
+    """Decides when a host's workload started or stopped from its activity level (CPU busy % or GPU utilisation %).
+
+    A level at or above `busy_above` is busy, at or below `idle_below` idle, between them neither (hysteresis). The
+    host changes regime after `persist_windows` consecutive windows on the other side; the first regime a host
+    settles in is adopted silently, since its start was not seen.
+    """
+
+    def __init__(self, idle_below: float = 5.0, busy_above: float = 20.0, persist_windows: int = 5):
+        if not idle_below < busy_above or persist_windows < 1:
+            raise ValueError(f"idle_below {idle_below} must be < busy_above {busy_above}, persist_windows ≥ 1")
+        self.idle_below = idle_below
+        self.busy_above = busy_above
+        self.persist_windows = persist_windows
+        self._hosts: dict[str, _Regime] = defaultdict(_Regime)
+
+    def observe(self, host: str, window_id: int, level: float) -> str | None:
+        """'workload started' or 'workload stopped' on the window that confirms a change, otherwise None."""
+        regime = self._hosts[host]
+        if regime.last_window_id is not None and window_id <= regime.last_window_id:
+            return None
+        contiguous = regime.last_window_id is None or window_id == regime.last_window_id + 1
+        regime.last_window_id = window_id
+        side = self._side(level)
+        if side is None or side == regime.current:
+            regime.candidate, regime.streak = None, 0
+            return None
+        regime.streak = regime.streak + 1 if side == regime.candidate and contiguous else 1
+        regime.candidate = side
+        if regime.streak < self.persist_windows:
+            return None
+        previous, regime.current, regime.candidate, regime.streak = regime.current, side, None, 0
+        if previous is None:
+            return None
+        return "workload started" if side == "busy" else "workload stopped"
+
+    def current(self, host: str) -> str | None:
+        """'busy', 'idle', or None while the host has not settled."""
+        return self._hosts[host].current if host in self._hosts else None
+
+    def _side(self, level: float) -> str | None:
+        if level >= self.busy_above:
+            return "busy"
+        if level <= self.idle_below:
+            return "idle"
+        return None

@@ -1,0 +1,105 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from stream_jobs.engine.crosshost import HostSummary, PeerComparator, common_matrix, robust_z
+from stream_jobs.engine.signatures import HUGEPAGES_INCONSISTENCY, match_signature
+
+NAMES = ("mem.HugePages_Total", "mem.MemAvailable", "cpu.busy.cpu0", "net.rx_bytes.eth0")
+
+
+def window(window_id, hugepages=(512, 512, 512, 512), seed=0):
+    rng = np.random.default_rng(seed * 1000 + window_id)
+    summaries = []
+    for index, pages in enumerate(hugepages):
+        values = np.array([pages, 2e11, 60.0, 1e9]) * (1 + 0.01 * rng.normal(size=4))
+        values[0] = pages
+        summaries.append(HostSummary(f"h{index}", window_id, NAMES, values))
+    return summaries
+
+
+def test_a_host_with_ten_times_the_hugepages_is_a_finding_after_persist_windows():
+    comparator = PeerComparator(persist_windows=5)
+    results = [comparator.compare(w, window(w, hugepages=(512, 512, 5120, 512))) for w in range(7)]
+    assert results[:4] == [[]] * 4
+    finding = results[4][0]
+    assert (finding.host, finding.window_id, finding.persisted_windows, finding.peers) == ("h2", 4, 5, 3)
+    assert finding.channels == ("mem.HugePages_Total",) and finding.z[0] > 100
+    assert [f.persisted_windows for f in results[6]] == [7]
+    assert match_signature([], finding.as_dict()) == HUGEPAGES_INCONSISTENCY
+
+
+def test_identical_hosts_give_no_finding_and_zero_z():
+    comparator = PeerComparator(persist_windows=2)
+    summaries = [HostSummary(f"h{i}", 1, NAMES, np.array([512.0, 2e11, 60.0, 1e9])) for i in range(4)]
+    assert comparator.scores(summaries).z.tolist() == [[0.0] * 4] * 4
+    assert all(comparator.compare(w, summaries) == [] for w in range(10))
+
+
+def test_a_transient_deviation_is_not_a_finding():
+    comparator = PeerComparator(persist_windows=5)
+    odd = [(512, 512, 5120, 512) if w in (3, 4, 5, 9) else (512,) * 4 for w in range(20)]
+    assert all(comparator.compare(w, window(w, hugepages=odd[w])) == [] for w in range(20))
+
+
+def test_a_missed_window_restarts_the_count():
+    comparator = PeerComparator(persist_windows=3)
+    skewed = (512, 512, 5120, 512)
+    assert [comparator.compare(w, window(w, skewed)) for w in (0, 1, 3, 4)] == [[]] * 4
+    assert comparator.compare(5, window(5, skewed))[0].host == "h2"
+
+
+def test_too_few_peers_give_nothing():
+    comparator = PeerComparator(min_peers=2, persist_windows=1)
+    assert comparator.compare(1, window(1, hugepages=(512, 5120))) == []
+    assert comparator.compare(2, window(2, hugepages=(512, 512, 5120)))[0].host == "h2"
+
+
+def test_hosts_are_aligned_on_their_common_channels():
+    summaries = [HostSummary("a", 1, ("x", "y", "z"), np.array([1.0, 2.0, 3.0])),
+                 HostSummary("b", 1, ("z", "x"), np.array([30.0, 10.0])),
+                 HostSummary("c", 1, ("w", "x", "z"), np.array([0.0, 100.0, 300.0]))]
+    names, matrix = common_matrix(summaries)
+    assert names == ("x", "z")
+    np.testing.assert_array_equal(matrix, [[1.0, 3.0], [10.0, 30.0], [100.0, 300.0]])
+
+
+def test_a_channel_set_change_carries_the_streaks_of_the_channels_that_remain():
+    comparator = PeerComparator(persist_windows=3)
+    skewed = (512, 512, 5120, 512)
+    comparator.compare(0, window(0, skewed))
+    comparator.compare(1, window(1, skewed))
+    reordered = [HostSummary(s.host, 2, s.names[::-1] + ("new.channel",), np.append(s.values[::-1], 1.0))
+                 for s in window(2, skewed)]
+    assert comparator.compare(2, reordered)[0].channels == ("mem.HugePages_Total",)
+
+
+def test_a_host_listed_twice_is_an_error():
+    summaries = window(1)
+    with pytest.raises(ValueError, match="twice"):
+        PeerComparator().compare(1, summaries + summaries[:1])
+
+
+def test_a_summary_must_have_one_value_per_name():
+    with pytest.raises(ValueError, match="2 names but 1 values"):
+        HostSummary("h", 1, ("a", "b"), np.array([1.0]))
+    assert common_matrix([])[0] == ()
+
+
+def test_missing_values_do_not_deviate():
+    matrix = np.array([[1.0, np.nan], [1.0, 5.0], [1.0, np.inf], [1.0, 5.0]])
+    assert np.isfinite(robust_z(matrix)).all() and robust_z(matrix)[0, 1] == 0.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 8), st.integers(0, 6)),
+              elements=st.floats(-1e12, 1e12, allow_nan=False)), st.integers(1, 3))
+def test_any_finite_matrix_is_compared_without_error(matrix, persist):
+    comparator = PeerComparator(min_peers=1, persist_windows=persist)
+    names = tuple(f"c{i}" for i in range(matrix.shape[1]))
+    for w in range(3):
+        summaries = [HostSummary(f"h{r}", w, names, matrix[r]) for r in range(matrix.shape[0])]
+        for finding in comparator.compare(w, summaries):
+            assert np.isfinite(finding.z).all() and finding.channels
+    assert np.isfinite(robust_z(matrix)).all()

@@ -1,0 +1,208 @@
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from stream_jobs.engine.attribution import Contribution
+from stream_jobs.engine.incidents import AlertEvent, IncidentTracker, RegimeDetector
+
+SECOND = 1_000_000_000
+BUSY = [("cpu.busy.cpu3", "std", 12.0)]
+
+
+def feed(tracker, host, flags, severities=None, subsystems=None, evidence=BUSY, first_window=100):
+    """Feed one window per flag; returns every event in order."""
+    events = []
+    for offset, flagged in enumerate(flags):
+        window = first_window + offset
+        severity = severities[offset] if severities else 5.0
+        subsystem = subsystems[offset] if subsystems else "cpu"
+        events += tracker.update(host, window, (window - 3) * SECOND, window * SECOND, flagged,
+                                 severity if flagged else 0.0, subsystem if flagged else "",
+                                 evidence if flagged else [])
+    return events
+
+
+def test_a_run_of_anomalous_windows_opens_once_and_closes_after_quiet_windows():
+    events = feed(IncidentTracker(), "h1", [False, True, True, True, False, False, False, False])
+    assert [e.state for e in events] == ["open", "closed"]
+    opened, closed = events
+    assert opened.alert_id == closed.alert_id == "h1:101"
+    assert opened.start_ns == 98 * SECOND and closed.end_ns == 103 * SECOND
+    assert closed.subsystem == "cpu" and closed.severity == 5.0
+    assert "3 windows" in closed.summary and "cpu.busy.cpu3" in closed.summary
+
+
+def test_the_close_comes_on_the_close_after_th_quiet_window():
+    tracker = IncidentTracker(close_after=3)
+    feed(tracker, "h1", [True])
+    assert tracker.update("h1", 101, 0, 0, False, 0.0, "", []) == []
+    assert tracker.update("h1", 102, 0, 0, False, 0.0, "", []) == []
+    assert [e.state for e in tracker.update("h1", 103, 0, 0, False, 0.0, "", [])] == ["closed"]
+
+
+def test_gaps_shorter_than_close_after_keep_one_incident():
+    events = feed(IncidentTracker(close_after=3), "h1", [True, False, False, True, False, True] + [False] * 3)
+    assert [e.state for e in events] == ["open", "closed"]
+    assert "3 windows" in events[-1].summary
+
+
+def test_a_gap_of_close_after_windows_splits_incidents():
+    events = feed(IncidentTracker(close_after=2), "h1", [True, False, False, True, False, False])
+    assert [(e.alert_id, e.state) for e in events] == [("h1:100", "open"), ("h1:100", "closed"),
+                                                       ("h1:103", "open"), ("h1:103", "closed")]
+
+
+def test_missing_windows_count_as_quiet():
+    tracker = IncidentTracker(close_after=3)
+    feed(tracker, "h1", [True])
+    events = tracker.update("h1", 110, 107 * SECOND, 110 * SECOND, True, 4.0, "cpu", BUSY)
+    assert [(e.alert_id, e.state) for e in events] == [("h1:100", "closed"), ("h1:110", "open")]
+
+
+def test_open_after_needs_consecutive_anomalous_windows():
+    tracker = IncidentTracker(open_after=2)
+    assert feed(tracker, "h1", [True, False, True]) == []
+    events = feed(tracker, "h1", [True], first_window=103)
+    assert [(e.alert_id, e.state) for e in events] == [("h1:102", "open")]
+    assert events[0].start_ns == 99 * SECOND
+
+
+def test_updates_only_when_severity_escalates_or_the_subsystem_changes():
+    tracker = IncidentTracker(escalation=1.5)
+    events = feed(tracker, "h1", [True] * 6, severities=[4.0, 4.5, 5.0, 7.0, 6.0, 7.2],
+                  subsystems=["cpu", "cpu", "cpu", "cpu", "network", "network"])
+    assert [(e.state, e.severity, e.subsystem) for e in events] == [("open", 4.0, "cpu"), ("update", 7.0, "cpu")]
+    events = feed(tracker, "h1", [True] * 3, severities=[9.0, 9.0, 9.0], subsystems=["network"] * 3,
+                  first_window=106)
+    assert [(e.state, e.subsystem) for e in events] == [("update", "network")]
+
+
+def test_no_two_identical_consecutive_events_for_an_alert():
+    tracker = IncidentTracker()
+    events = feed(tracker, "h1", [True] * 20, severities=[5.0] * 20)
+    assert [e.state for e in events] == ["open"]
+
+
+def test_close_all_ends_every_open_incident_in_host_order():
+    tracker = IncidentTracker()
+    feed(tracker, "b", [True])
+    feed(tracker, "a", [True, True])
+    assert [i.host for i in tracker.open_incidents()] == ["a", "b"]
+    events = tracker.close_all()
+    assert [(e.host, e.state) for e in events] == [("a", "closed"), ("b", "closed")]
+    assert tracker.close_all() == [] and tracker.open_incidents() == []
+
+
+def test_ids_are_deterministic_and_replays_give_the_same_events():
+    flags = [True, True, False, False, False, True, False, True, True, False, False, False]
+    first = feed(IncidentTracker(), "h9", flags) + []
+    second = feed(IncidentTracker(), "h9", flags)
+    assert first == second
+    assert {e.alert_id for e in first} == {"h9:100", "h9:105"}
+
+
+def test_late_and_repeated_windows_are_ignored():
+    tracker = IncidentTracker()
+    feed(tracker, "h1", [True, True])
+    assert tracker.update("h1", 101, 0, 0, True, 50.0, "gpu", BUSY) == []
+    assert tracker.update("h1", 50, 0, 0, False, 0.0, "", []) == []
+
+
+def test_hosts_are_independent():
+    tracker = IncidentTracker()
+    feed(tracker, "h1", [True])
+    events = feed(tracker, "h2", [False, False, False, False])
+    assert events == [] and [i.host for i in tracker.open_incidents()] == ["h1"]
+
+
+def test_top_evidence_keeps_the_most_frequent_pairs_and_a_known_signature_gives_a_hint():
+    tracker = IncidentTracker()
+    irq = [("irq.total.cpu0", "mean", 9.0)]
+    noise = [[(f"disk.sectors_read.sd{c}", "max", 4.0)] for c in "abcdef"]
+    events = []
+    for offset, extra in enumerate(noise):
+        window = 100 + offset
+        events += tracker.update("h1", window, 0, window, True, 3.0, "cpu", irq + extra)
+    incident = tracker.open_incidents()[0]
+    assert incident.windows == 6 and len(incident.evidence) == 5
+    assert incident.evidence[0] == ("irq.total.cpu0", "mean", 9.0)
+    closed = tracker.close_all()[0]
+    assert closed.hint.startswith("enable irqbalance") and "IRQ imbalance" in closed.summary
+
+
+def test_attribution_contributions_are_accepted_as_evidence():
+    tracker = IncidentTracker()
+    contribution = Contribution("cpu.busy.cpu3", "std", 40.0, 10.0, 2.0, 15.0)
+    tracker.update("h1", 1, 0, 1, True, 6.0, "cpu", [contribution])
+    assert tracker.open_incidents()[0].evidence == (("cpu.busy.cpu3", "std", 15.0),)
+
+
+def test_a_regime_change_closes_the_storm_and_is_announced_once():
+    tracker = IncidentTracker()
+    regimes = RegimeDetector(idle_below=5.0, busy_above=20.0, persist_windows=3)
+    events, changes = [], []
+    levels = [1.0] * 5 + [80.0] * 10
+    for offset, level in enumerate(levels):
+        window = 100 + offset
+        events += tracker.update("h1", window, 0, window, level > 50, 9.0, "cpu", BUSY)
+        change = regimes.observe("h1", window, level)
+        if change:
+            changes.append(change)
+            events += tracker.regime_change("h1", window, 0, window, change)
+    assert changes == ["workload started"]
+    assert [(e.kind, e.state) for e in events] == [("anomaly", "open"), ("anomaly", "closed"), ("regime", "closed")]
+    assert "explained by: workload started" in events[1].summary
+    assert events[2].alert_id == "h1:107:regime" and events[2].summary == "workload started on h1 at window 107"
+
+
+def test_anomalies_resume_once_the_host_has_settled():
+    tracker = IncidentTracker(settle_windows=4)
+    tracker.regime_change("h1", 100, 0, 100, "workload stopped")
+    assert feed(tracker, "h1", [True] * 4, first_window=101) == []
+    assert [(e.alert_id, e.state) for e in feed(tracker, "h1", [True], first_window=105)] == [("h1:105", "open")]
+
+
+def test_regime_detector_reports_each_change_once_and_ignores_blips():
+    detector = RegimeDetector(persist_windows=4)
+    levels = [2.0] * 6 + [90.0] * 2 + [2.0] * 3 + [90.0] * 8 + [12.0] * 3 + [1.0] * 6
+    reports = [(w, detector.observe("h", w, level)) for w, level in enumerate(levels)]
+    assert [r for r in reports if r[1]] == [(14, "workload started"), (25, "workload stopped")]
+    assert detector.current("h") == "idle" and detector.current("other") is None
+
+
+def test_regime_detector_needs_contiguous_windows():
+    detector = RegimeDetector(persist_windows=3)
+    for w in range(5):
+        detector.observe("h", w, 0.0)
+    assert [detector.observe("h", w, 50.0) for w in (10, 12, 14)] == [None, None, None]
+    assert [detector.observe("h", w, 50.0) for w in (15, 16)] == [None, "workload started"]
+
+
+def test_invalid_settings_are_rejected():
+    with pytest.raises(ValueError):
+        IncidentTracker(close_after=0)
+    with pytest.raises(ValueError):
+        RegimeDetector(idle_below=30.0, busy_above=20.0)
+
+
+windows = st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.floats(0, 100, allow_nan=False),
+                             st.sampled_from(["cpu", "gpu", "network"])), max_size=120)
+
+
+@settings(max_examples=200, deadline=None)
+@given(windows, st.integers(1, 3), st.integers(1, 4))
+def test_alert_lifecycles_are_well_formed_and_never_repeat_an_event(steps, open_after, close_after):
+    tracker = IncidentTracker(open_after=open_after, close_after=close_after)
+    events: list[AlertEvent] = []
+    window = 0
+    for skip, flagged, severity, subsystem in steps:
+        window += 1 + skip
+        events += tracker.update("h", window, window, window + 1, flagged, severity, subsystem, BUSY)
+    events += tracker.close_all()
+    by_alert: dict[str, list[AlertEvent]] = {}
+    for event in events:
+        by_alert.setdefault(event.alert_id, []).append(event)
+    for history in by_alert.values():
+        states = [e.state for e in history]
+        assert states[0] == "open" and states[-1] == "closed" and states.count("closed") == 1
+        assert set(states[1:-1]) <= {"update"}
+        assert all(a != b for a, b in zip(history, history[1:]))
