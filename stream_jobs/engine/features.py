@@ -1,12 +1,24 @@
-"""Window features per channel (paper §4.2): mean, standard deviation, minimum, maximum and linear trend."""
+"""Window features per channel, by channel kind (paper §4.2).
+
+Dynamic signals (gauges, counter rates, derived metrics) get moments, linear trend, lag-1 autocorrelation and a
+stationarity statistic; event counters get their total, burst count and largest step; static channels get none.
+"""
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 FEATURES = ("mean", "std", "min", "max", "slope")
+DYNAMIC_FEATURES = ("mean", "std", "min", "max", "skew", "kurtosis", "slope", "acf1", "stationarity")
+EVENT_FEATURES = ("sum", "bursts", "max")
+DYNAMIC_KINDS = ("gauge", "counter", "derived")
+EVENT_KINDS = ("event",)
+STATIC_KINDS = ("static",)
+_MIN_SAMPLES_FOR_SHAPE = 3
 
 
 def window_features(timestamps_ns: np.ndarray, signal: np.ndarray) -> np.ndarray:
@@ -18,12 +30,157 @@ def window_features(timestamps_ns: np.ndarray, signal: np.ndarray) -> np.ndarray
         std = np.nanstd(signal, axis=0)
         low = np.nanmin(signal, axis=0)
         high = np.nanmax(signal, axis=0)
-    return np.column_stack([mean, std, low, high, _slope(seconds, signal, mean)])
+    return np.column_stack([mean, std, low, high, _slope(seconds, signal, mean, ~np.isnan(signal))])
 
 
-def _slope(seconds: np.ndarray, signal: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """Least-squares slope per channel (units per second), over the samples that are not NaN."""
-    present = ~np.isnan(signal)
+def dynamic_features(seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
+    """DYNAMIC_FEATURES of each channel over one window: (n, c) samples at `seconds` → (c, 9).
+
+    Non-finite samples are ignored. Skew and kurtosis are the biased Fisher moments; a constant channel has 0 skew,
+    0 excess kurtosis, 0 acf1 and 0 stationarity; fewer than 3 samples give NaN for those four.
+    """
+    signal = np.asarray(signal, dtype=np.float64)
+    with np.errstate(all="ignore"):  # NaN marks what a window cannot tell; numpy need not say so too
+        present, counts = _presence(signal)
+        low, high = _extremes(signal, present, counts)
+        scale = _magnitude(low, high)  # moments of signal/scale cannot overflow, whatever the units
+        scaled = signal / scale
+        mean = _mean(scaled, present, counts)
+        centred = np.where(present, scaled - mean, 0.0)
+        variance = _per_sample(centred * centred, counts)
+        slope = _slope(np.asarray(seconds, dtype=np.float64), scaled, mean, present) * scale
+        shape = _shape(scaled, centred, present, counts, variance, low == high)
+    return np.column_stack([mean * scale, np.sqrt(variance) * scale, low, high, shape[:, :2],
+                            np.where(np.isfinite(slope), slope, np.nan), shape[:, 2:]])
+
+
+def event_features(increments: np.ndarray) -> np.ndarray:
+    """EVENT_FEATURES of each event counter: (n, c) per-step increments → (c, 3); NaN steps are skipped over.
+
+    A burst is a maximal run of steps with a positive increment; a NaN step neither ends nor starts one.
+    """
+    increments = np.asarray(increments, dtype=np.float64)
+    present, counts = _presence(increments)
+    with np.errstate(over="ignore"):  # a total beyond float range is inf, which is what it is
+        total = np.where(present, increments, 0.0).sum(axis=0)
+    _, largest = _extremes(increments, present, counts)
+    features = np.column_stack([total, _bursts(increments, present), largest])
+    features[counts == 0] = np.nan
+    return features
+
+
+@dataclass(frozen=True)
+class FeatureLayout:
+    """Which channels get which features, and the order of the flattened vector: dynamic block, then events."""
+
+    channel_names: tuple[str, ...]
+    dynamic_channels: tuple[int, ...]
+    event_channels: tuple[int, ...]
+
+    @cached_property
+    def names(self) -> list[str]:
+        """'channel:feature' for every entry of `compute`'s output."""
+        return ([f"{self.channel_names[c]}:{f}" for c in self.dynamic_channels for f in DYNAMIC_FEATURES]
+                + [f"{self.channel_names[c]}:{f}" for c in self.event_channels for f in EVENT_FEATURES])
+
+    @cached_property
+    def channel_of_feature(self) -> np.ndarray:
+        """Catalog index of the channel behind every entry of `compute`'s output."""
+        return np.concatenate([np.repeat(self._dynamic_index, len(DYNAMIC_FEATURES)),
+                               np.repeat(self._event_index, len(EVENT_FEATURES))])
+
+    @cached_property
+    def _dynamic_index(self) -> np.ndarray:
+        return np.asarray(self.dynamic_channels, dtype=np.intp)
+
+    @cached_property
+    def _event_index(self) -> np.ndarray:
+        return np.asarray(self.event_channels, dtype=np.intp)
+
+    def __len__(self) -> int:
+        return len(self.dynamic_channels) * len(DYNAMIC_FEATURES) + len(self.event_channels) * len(EVENT_FEATURES)
+
+    def compute(self, seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
+        """Flattened features (F,) of one window: `seconds` are the n frame times, `signal` the (n-1, c) steps.
+
+        `signal` is what `derived.signals` returns (rates per second for counters and events), all channels in
+        catalog order; event rates are turned back into per-step counts with each step's duration.
+        """
+        seconds = np.asarray(seconds, dtype=np.float64)
+        if len(seconds) != len(signal) + 1:
+            raise ValueError(f"{len(seconds)} frame times for {len(signal)} steps; expected one more time than steps")
+        dynamic = dynamic_features(seconds[1:], signal[:, self._dynamic_index])
+        events = event_features(signal[:, self._event_index] * np.diff(seconds)[:, None])
+        return np.concatenate([dynamic.ravel(), events.ravel()])
+
+
+def feature_layout(names: tuple[str, ...], kinds: tuple[str, ...]) -> FeatureLayout:
+    """The layout for the given channel kinds: gauge, counter, derived → dynamic; event → event; static → none."""
+    if len(names) != len(kinds):
+        raise ValueError(f"{len(names)} names but {len(kinds)} kinds; expected one kind per channel")
+    unknown = sorted(set(kinds) - set(DYNAMIC_KINDS + EVENT_KINDS + STATIC_KINDS))
+    if unknown:
+        raise ValueError(f"unknown channel kinds {unknown}; expected {DYNAMIC_KINDS + EVENT_KINDS + STATIC_KINDS}")
+    dynamic = tuple(i for i, kind in enumerate(kinds) if kind in DYNAMIC_KINDS)
+    events = tuple(i for i, kind in enumerate(kinds) if kind in EVENT_KINDS)
+    return FeatureLayout(tuple(names), dynamic, events)
+
+
+def feature_names(channel_names: tuple[str, ...]) -> list[str]:
+    """Names of `window_features` flattened, channel-major: 'cpu.user.cpu0:mean', …"""
+    return [f"{name}:{feature}" for name in channel_names for feature in FEATURES]
+
+
+def _presence(signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where samples are finite, and how many each channel has."""
+    present = np.isfinite(signal)
+    return present, present.sum(axis=0)
+
+
+def _per_sample(total: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Column sums divided by sample counts; NaN for channels without samples."""
+    return np.divide(total.sum(axis=0), counts, out=np.full(total.shape[1:], np.nan), where=counts > 0)
+
+
+def _magnitude(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """The largest |sample| per channel, or 1 where that is 0 or unknown."""
+    magnitude = np.maximum(np.abs(low), np.abs(high))
+    return np.where((magnitude > 0) & np.isfinite(magnitude), magnitude, 1.0)
+
+
+def _mean(signal: np.ndarray, present: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    return _per_sample(np.where(present, signal, 0.0), counts)
+
+
+def _extremes(signal: np.ndarray, present: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel minimum and maximum of the finite samples; NaN for channels without samples."""
+    low = np.where(present, signal, np.inf).min(axis=0, initial=np.inf)
+    high = np.where(present, signal, -np.inf).max(axis=0, initial=-np.inf)
+    empty = counts == 0
+    return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
+
+
+def _shape(scaled, centred, present, counts, variance, flat) -> np.ndarray:
+    """Skew, excess kurtosis, acf1 and stationarity per channel (c, 4); NaN below three samples."""
+    squared = centred * centred  # products, not `**`: numpy's float power is ~300× slower for cubes
+    spread = np.sqrt(variance)
+    shape = np.column_stack([_standardised_moment(squared * centred, spread ** 3, counts, flat),
+                             _standardised_moment(squared * squared, variance * variance, counts, flat, excess=3.0),
+                             _acf1(centred, present, flat), _stationarity(scaled, present, spread, flat)])
+    shape[counts < _MIN_SAMPLES_FOR_SHAPE] = np.nan
+    return shape
+
+
+def _standardised_moment(powered: np.ndarray, spread_powered: np.ndarray, counts: np.ndarray, flat: np.ndarray,
+                         excess: float = 0.0) -> np.ndarray:
+    """E[(x-μ)^k] / σ^k − excess per channel (scipy.stats' biased Fisher moments); 0 for a flat channel."""
+    moment = _per_sample(powered, counts)
+    return np.divide(moment, spread_powered, out=np.full_like(moment, excess),
+                     where=~flat & (spread_powered > 0)) - excess
+
+
+def _slope(seconds: np.ndarray, signal: np.ndarray, mean: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Least-squares slope per channel (units per second), over the `present` samples."""
     counts = present.sum(axis=0)
     t = np.where(present, seconds[:, None], 0.0)
     t_mean = np.divide(t.sum(axis=0), counts, out=np.zeros_like(mean), where=counts > 0)
@@ -35,6 +192,35 @@ def _slope(seconds: np.ndarray, signal: np.ndarray, mean: np.ndarray) -> np.ndar
     return slope
 
 
-def feature_names(channel_names: tuple[str, ...]) -> list[str]:
-    """Names of the flattened feature vector, channel-major: 'cpu.user.cpu0:mean', …"""
-    return [f"{name}:{feature}" for name in channel_names for feature in FEATURES]
+def _acf1(centred: np.ndarray, present: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """Lag-1 autocorrelation Σ c_t·c_{t+1} / Σ c_t² over consecutive finite pairs; NaN without any pair."""
+    lagged = (centred[:-1] * centred[1:]).sum(axis=0)
+    energy = (centred ** 2).sum(axis=0)
+    has_pair = (present[:-1] & present[1:]).any(axis=0)
+    acf = np.divide(lagged, energy, out=np.zeros_like(lagged), where=~flat & (energy > 0))
+    return np.where(has_pair, acf, np.nan)
+
+
+def _stationarity(signal: np.ndarray, present: np.ndarray, spread: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """|mean of first half − mean of second half| / standard deviation of the pooled window.
+
+    A unit-root (ADF) or KPSS test per channel and window would cost a regression and a lag search for each of
+    hundreds of channels every second, and its p-values mean little on 30 samples. This statistic is one pass and
+    bounded: at most 1/√(p·q) for halves holding shares p and q of the samples, so 2 for equal halves (a pure step).
+    """
+    half = len(signal) // 2
+    first = _mean(signal[:half], present[:half], present[:half].sum(axis=0))
+    second = _mean(signal[half:], present[half:], present[half:].sum(axis=0))
+    gap = np.abs(first - second)
+    ratio = np.divide(gap, spread, out=np.zeros_like(gap), where=~flat & (spread > 0))
+    return np.where(np.isnan(gap), np.nan, ratio)
+
+
+def _bursts(increments: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Number of maximal runs of positive increments per channel, NaN steps skipped."""
+    positive = present & (increments > 0)
+    steps = np.arange(len(increments))[:, None]
+    last_present = np.maximum.accumulate(np.where(present, steps, -1), axis=0)
+    previous = np.concatenate([np.full((1, increments.shape[1]), -1), last_present])[:-1]
+    previous_positive = np.take_along_axis(positive, np.maximum(previous, 0), axis=0) & (previous >= 0)
+    return (positive & ~previous_positive).sum(axis=0).astype(np.float64)
