@@ -122,6 +122,8 @@ class Anomaly:
     subsystem: str
     claim: str
     evidence: tuple[Evidence, ...]
+    explanation: str = ""
+    hint: str = ""
 
     def to_record(self) -> dict:
         return asdict(self) | {"detectors": list(self.detectors), "evidence": [asdict(e) for e in self.evidence]}
@@ -145,6 +147,34 @@ class Alert:
     severity: float
     subsystem: str
     summary: str
+    hint: str = ""
+    kind: str = "anomaly"
+
+
+@dataclass(frozen=True, eq=False)
+class HostWindow:
+    """One host's summary of one window, for the cluster stage (see host_window.avsc)."""
+
+    host: str
+    cluster: str
+    window_id: int
+    window_start_ns: int
+    window_end_ns: int
+    catalog_version: int
+    names: tuple[str, ...]
+    means: np.ndarray
+    flagged: bool
+    severity: float
+    retransmits: float
+    segments_out: float
+    traffic_burstiness: float
+    irq_z: float
+    cpu_freq_z: float
+    gpu_power_z: float
+
+    def to_record(self) -> dict:
+        return {**{f: getattr(self, f) for f in self.__dataclass_fields__}, "names": list(self.names),
+                "means": np.asarray(self.means, dtype=VALUE_DTYPE).tobytes()}
 
 
 FRAME_CODEC = AvroCodec("frame")
@@ -152,6 +182,7 @@ CATALOG_CODEC = AvroCodec("catalog")
 ANOMALY_CODEC = AvroCodec("anomaly")
 ALERT_CODEC = AvroCodec("alert")
 DEADLETTER_CODEC = AvroCodec("deadletter")
+HOST_WINDOW_CODEC = AvroCodec("host_window")
 
 
 def encode_frame(frame: Frame) -> bytes:
@@ -209,3 +240,17 @@ def encode_alert(alert: Alert) -> bytes:
 
 def decode_alert(message: bytes) -> Alert:
     return Alert(**ALERT_CODEC.decode(message))
+
+
+def encode_host_window(summary: HostWindow) -> bytes:
+    return HOST_WINDOW_CODEC.encode(summary.to_record())
+
+
+def decode_host_window(message: bytes) -> HostWindow:
+    """A validated host-window summary; DecodeError when its means do not match its names."""
+    record = HOST_WINDOW_CODEC.decode(message)
+    means = np.frombuffer(record["means"], dtype=VALUE_DTYPE) if len(record["means"]) % 8 == 0 else None
+    if means is None or len(means) != len(record["names"]):
+        raise DecodeError(f"host window of {record['host']!r}: {len(record['means'])} mean bytes for "
+                          f"{len(record['names'])} names")
+    return HostWindow(**(record | {"names": tuple(record["names"]), "means": means}))

@@ -19,13 +19,15 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FRAME_COLUMNS = ("host", "cluster", "ts", "sequence", "catalog_version", "values")
 CATALOG_COLUMNS = ("host", "cluster", "version", "interval_s", "names", "subsystems", "kinds", "units", "devices")
 WINDOW_COLUMNS = ("host", "cluster", "window_id", "start", "end", "frames", "baseline_ready", "score", "threshold",
-                  "anomalous")
+                  "anomalous", "detector_names", "detector_scores", "detector_thresholds", "flagged_by", "regime")
 ANOMALY_COLUMNS = ("host", "cluster", "window_id", "start", "end", "detectors", "score", "threshold", "subsystem",
-                   "claim", "evidence_channel", "evidence_feature", "evidence_value", "evidence_baseline",
+                   "claim", "explanation", "hint", "evidence_channel", "evidence_feature", "evidence_value", "evidence_baseline",
                    "evidence_std", "evidence_z")
-ALERT_COLUMNS = ("alert_id", "host", "cluster", "state", "start", "end", "severity", "subsystem", "summary")
+ALERT_COLUMNS = ("alert_id", "host", "cluster", "state", "start", "end", "severity", "subsystem", "summary", "hint",
+                 "kind")
+BASELINE_COLUMNS = ("host", "catalog_version", "saved_at", "windows", "state")
 COLUMNS = {"frames": FRAME_COLUMNS, "catalogs": CATALOG_COLUMNS, "windows": WINDOW_COLUMNS,
-           "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS}
+           "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS, "baselines": BASELINE_COLUMNS}
 
 
 class StorageError(RuntimeError):

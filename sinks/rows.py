@@ -20,10 +20,11 @@ def anomaly_row(anomaly: Anomaly) -> list:
     evidence = anomaly.evidence
     return [anomaly.host, anomaly.cluster, anomaly.window_id, anomaly.window_start_ns, anomaly.window_end_ns,
             list(anomaly.detectors), anomaly.score, anomaly.threshold, anomaly.subsystem, anomaly.claim,
+            anomaly.explanation, anomaly.hint,
             [e.channel for e in evidence], [e.feature for e in evidence], [e.value for e in evidence],
             [e.baseline_mean for e in evidence], [e.baseline_std for e in evidence], [e.z for e in evidence]]
 
 
 def alert_row(alert: Alert) -> list:
     return [alert.alert_id, alert.host, alert.cluster, alert.state, alert.start_ns, alert.end_ns, alert.severity,
-            alert.subsystem, alert.summary]
+            alert.subsystem, alert.summary, alert.hint, alert.kind]

@@ -1,38 +1,47 @@
-"""The host stage shared by every shell: catalogs and frames in; window rows and anomaly records out.
+"""The host stage shared by every shell: catalogs and frames in; window rows, anomalies, alerts, host-window
+summaries and saved baselines out.
 
-It keeps one engine pipeline per host and holds back frames whose catalog has not arrived yet, so the order in
-which a worker reads the catalog and sample topics does not matter.
+It keeps one engine pipeline per host, holds back frames whose catalog has not arrived yet (so the order in which a
+worker reads the catalog and sample topics does not matter), restores a host's saved baseline when it has one, and
+turns verdicts into incidents and alerts.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
-from schemas.records import Anomaly, Catalog, Evidence, Frame
+from schemas.records import Alert, Anomaly, Catalog, Evidence, Frame, HostWindow
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowVerdict
+from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowContext, WindowVerdict
+from stream_jobs.engine.incidents import AlertEvent, IncidentTracker, RegimeDetector
+from stream_jobs.engine.signatures import match_signature
 
 log = logging.getLogger(__name__)
 
 MAX_HELD_FRAMES = 600
+BaselineLoader = Callable[[str, int], "dict | None"]
 
 
 @dataclass
 class StageOutput:
-    """What one frame produced: window rows for storage and anomalies to publish."""
+    """What one input produced: rows for storage and records to publish."""
 
     window_rows: list[list] = field(default_factory=list)
     anomalies: list[Anomaly] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    host_windows: list[HostWindow] = field(default_factory=list)
+    baseline_rows: list[list] = field(default_factory=list)
     verdicts: list[WindowVerdict] = field(default_factory=list)
 
     def extend(self, other: "StageOutput") -> None:
-        self.window_rows += other.window_rows
-        self.anomalies += other.anomalies
-        self.verdicts += other.verdicts
+        for name in self.__dataclass_fields__:
+            getattr(self, name).extend(getattr(other, name))
 
 
 @dataclass
@@ -42,16 +51,21 @@ class StageCounters:
     dropped_unknown_catalog: int = 0
     catalog_changes: int = 0
     sequence_gaps: int = 0
+    baselines_restored: int = 0
+    regime_changes: int = 0
 
 
 class HostStage:
     """Per-host engine state for every host this shell sees."""
 
-    def __init__(self, settings: EngineSettings = EngineSettings()):
+    def __init__(self, settings: EngineSettings = EngineSettings(), baseline_loader: BaselineLoader | None = None):
         self.settings = settings
+        self.baseline_loader = baseline_loader
         self.catalogs: dict[str, dict[int, Catalog]] = defaultdict(dict)
         self.pipelines: dict[str, tuple[int, HostPipeline]] = {}
         self.counters = StageCounters()
+        self.incidents = IncidentTracker()
+        self.regimes = RegimeDetector()
         self._held: dict[str, deque[Frame]] = defaultdict(deque)
         self._last_sequence: dict[str, int] = {}
 
@@ -71,9 +85,35 @@ class HostStage:
         self.counters.frames += 1
         self._track_sequence(frame)
         pipeline = self._pipeline_for(catalog)
-        verdicts = pipeline.push(frame.timestamp_ns, np.asarray(frame.values, dtype=np.float64))
-        return StageOutput([window_row(catalog, v) for v in verdicts],
-                           [anomaly_record(catalog, v) for v in verdicts if v.anomalous], verdicts)
+        output = StageOutput()
+        for verdict in pipeline.push(frame.timestamp_ns, frame.values):
+            output.extend(self._outputs(catalog, pipeline, verdict))
+        return output
+
+    def close(self) -> StageOutput:
+        """Close every open incident (the end of a run or of a worker)."""
+        return StageOutput(alerts=[alert_record(e, self._cluster_of(e.host)) for e in self.incidents.close_all()])
+
+    def _outputs(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> StageOutput:
+        anomaly = anomaly_record(catalog, verdict) if verdict.anomalous else None
+        events = self._regime_events(catalog, pipeline, verdict)
+        events += self.incidents.update(catalog.host, verdict.window_id, verdict.start_ns, verdict.end_ns,
+                                        verdict.anomalous, verdict.score, verdict.subsystem, verdict.evidence)
+        return StageOutput([window_row(catalog, verdict)], [anomaly] if anomaly else [],
+                           [alert_record(e, catalog.cluster) for e in events],
+                           [host_window(catalog, pipeline, verdict)] if verdict.channel_means is not None else [],
+                           [baseline_row(catalog, pipeline, verdict)] if verdict.baseline_changed else [], [verdict])
+
+    def _regime_events(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list[AlertEvent]:
+        """A workload that starts or stops is one notice and a fresh baseline, not a storm of anomalies."""
+        level = activity_level(pipeline.signal_names, verdict.channel_means)
+        change = self.regimes.observe(catalog.host, verdict.window_id, level) if level is not None else None
+        if change is None:
+            return []
+        self.counters.regime_changes += 1
+        pipeline.restart_baseline()
+        log.info("%s: %s at window %d; learning a new baseline", catalog.host, change, verdict.window_id)
+        return self.incidents.regime_change(catalog.host, verdict.window_id, verdict.start_ns, verdict.end_ns, change)
 
     def _hold(self, frame: Frame) -> StageOutput:
         held = self._held[frame.host]
@@ -90,34 +130,80 @@ class HostStage:
             self.counters.sequence_gaps += frame.sequence - last - 1
         self._last_sequence[frame.host] = frame.sequence
 
+    def _cluster_of(self, host: str) -> str:
+        versions = self.catalogs.get(host)
+        return next(iter(versions.values())).cluster if versions else ""
+
     def _pipeline_for(self, catalog: Catalog) -> HostPipeline:
-        """The host's pipeline; a new catalog version starts a new one, with a baseline learned afresh."""
+        """The host's pipeline; a new catalog version starts a new one, restored from a saved baseline if any."""
         current = self.pipelines.get(catalog.host)
-        if current is None or current[0] != catalog.version:
-            if current is not None:
-                self.counters.catalog_changes += 1
-                log.info("catalog of %s changed to version %d: baseline is learned again", catalog.host,
-                         catalog.version)
-            table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
-            settings = self.settings if catalog.interval_s == self.settings.interval_s else \
-                EngineSettings(**{**self.settings.__dict__, "interval_s": catalog.interval_s})
-            current = (catalog.version, HostPipeline(table, settings))
-            self.pipelines[catalog.host] = current
-        return current[1]
+        if current is not None and current[0] == catalog.version:
+            return current[1]
+        if current is not None:
+            self.counters.catalog_changes += 1
+            log.info("catalog of %s changed to version %d", catalog.host, catalog.version)
+        table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
+        settings = self.settings if catalog.interval_s == self.settings.interval_s else \
+            EngineSettings(**{**self.settings.__dict__, "interval_s": catalog.interval_s})
+        pipeline = HostPipeline(table, settings)
+        self._restore(catalog, pipeline)
+        self.pipelines[catalog.host] = (catalog.version, pipeline)
+        return pipeline
+
+    def _restore(self, catalog: Catalog, pipeline: HostPipeline) -> None:
+        saved = self.baseline_loader(catalog.host, catalog.version) if self.baseline_loader else None
+        if saved is not None and pipeline.restore(saved):
+            self.counters.baselines_restored += 1
+            log.info("%s: baseline restored (%d windows seen before)", catalog.host, pipeline.windows_seen)
+
+
+def activity_level(names: tuple[str, ...], means: np.ndarray | None) -> float | None:
+    """The host's activity for regime changes: CPU busy % of the whole host, or mean GPU utilisation."""
+    if means is None:
+        return None
+    if "cpu.busy_pct.all" in names:
+        value = means[names.index("cpu.busy_pct.all")]
+        return float(value) if np.isfinite(value) else None
+    gpus = [i for i, name in enumerate(names) if name.startswith("gpu.utilization.")]
+    return float(np.nanmean(means[gpus])) if gpus and np.isfinite(means[gpus]).any() else None
 
 
 def window_row(catalog: Catalog, verdict: WindowVerdict) -> list:
+    names = list(verdict.detector_scores)
     return [catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns, verdict.frames,
-            int(verdict.baseline_ready), verdict.score, _finite(verdict.threshold), int(verdict.anomalous)]
+            int(verdict.baseline_ready), _finite(verdict.score), _finite(verdict.threshold), int(verdict.anomalous),
+            names, [_finite(verdict.detector_scores[n]) for n in names],
+            [_finite(verdict.detector_thresholds[n]) for n in names], list(verdict.detectors), ""]
 
 
 def anomaly_record(catalog: Catalog, verdict: WindowVerdict) -> Anomaly:
     evidence = tuple(Evidence(c.channel, c.feature, c.value, c.baseline_mean, c.baseline_std, c.z)
                      for c in verdict.evidence)
+    signature = match_signature([(c.channel, c.feature, c.z) for c in verdict.evidence])
     return Anomaly(catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns,
-                   verdict.detectors, verdict.score, verdict.threshold, verdict.subsystem, verdict.claim, evidence)
+                   verdict.detectors, verdict.score, verdict.threshold, verdict.subsystem, verdict.claim, evidence,
+                   verdict.explanation, signature.hint if signature else "")
+
+
+def alert_record(event: AlertEvent, cluster: str) -> Alert:
+    return Alert(event.alert_id, event.host, cluster, event.state, event.start_ns, event.end_ns,
+                 _finite(event.severity), event.subsystem, event.summary, event.hint, event.kind)
+
+
+def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> HostWindow:
+    context = verdict.context or WindowContext()
+    return HostWindow(catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns,
+                      catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous,
+                      _finite(verdict.score), context.retransmits, context.segments_out, context.traffic_burstiness,
+                      context.irq_z, context.cpu_freq_z, context.gpu_power_z)
+
+
+def baseline_row(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list:
+    """The host's learned baseline, stamped with the window that completed it (deterministic in replays)."""
+    return [catalog.host, catalog.version, verdict.end_ns // 1_000_000, pipeline.windows_seen,
+            json.dumps(pipeline.state())]
 
 
 def _finite(value: float) -> float:
-    """Infinity (no baseline yet) is stored as 0 so that SQL aggregates stay finite."""
-    return value if np.isfinite(value) else 0.0
+    """Infinity or NaN (no baseline yet) is stored as 0 so that SQL aggregates stay finite."""
+    return float(value) if np.isfinite(value) else 0.0

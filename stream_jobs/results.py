@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from schemas.records import Catalog, Frame
 from sinks.clickhouse import ClickHouseWriter
-from sinks.rows import anomaly_row, catalog_row, frame_row
+from sinks.rows import alert_row, anomaly_row, catalog_row, frame_row
 from stream_jobs.host_stage import StageOutput
 
 
@@ -21,3 +21,7 @@ def queue_output(writer: ClickHouseWriter, output: StageOutput) -> None:
         writer.add("windows", output.window_rows)
     if output.anomalies:
         writer.add("anomalies", [anomaly_row(a) for a in output.anomalies])
+    if output.alerts:
+        writer.add("alerts", [alert_row(a) for a in output.alerts])
+    if output.baseline_rows:
+        writer.add("baselines", output.baseline_rows)

@@ -43,6 +43,11 @@ CREATE TABLE IF NOT EXISTS {db}.windows
     score           Float64,
     threshold       Float64,
     anomalous       UInt8,
+    detector_names  Array(LowCardinality(String)),
+    detector_scores Array(Float64),
+    detector_thresholds Array(Float64),
+    flagged_by      Array(LowCardinality(String)),
+    regime          LowCardinality(String),
     stored_at       DateTime DEFAULT now()
 )
 ENGINE = ReplacingMergeTree
@@ -62,6 +67,8 @@ CREATE TABLE IF NOT EXISTS {db}.anomalies
     threshold           Float64,
     subsystem           LowCardinality(String),
     claim               String,
+    explanation         LowCardinality(String),
+    hint                String,
     evidence_channel    Array(String),
     evidence_feature    Array(LowCardinality(String)),
     evidence_value      Array(Float64),
@@ -82,7 +89,20 @@ CREATE TABLE IF NOT EXISTS {db}.alerts
     end         DateTime64(9),
     severity    Float64,
     subsystem   LowCardinality(String),
-    summary     String
+    summary     String,
+    hint        String,
+    kind        LowCardinality(String)
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (host, start, alert_id, state);
+
+CREATE TABLE IF NOT EXISTS {db}.baselines
+(
+    host        LowCardinality(String),
+    catalog_version UInt32,
+    saved_at    DateTime64(3),
+    windows     UInt32,
+    state       String CODEC(ZSTD(3))
+)
+ENGINE = ReplacingMergeTree(saved_at)
+ORDER BY (host, catalog_version);

@@ -9,9 +9,9 @@ from pathlib import Path
 from producers.agent import Agent
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from stream_jobs.cli.options import (DEFAULT_DATA_DIR, StopFlag, add_agent_options, add_engine_options, agent_settings,
+                                     engine_settings,
                                      positive_seconds)
 from stream_jobs.embedded import EmbeddedRunner
-from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def register(commands) -> None:
 
 def handle(args) -> int:
     agent_config = agent_settings(args)
-    engine = EngineSettings(args.window, args.stride, args.interval, args.warmup_windows)
+    engine = engine_settings(args, args.interval)
     dsn = data_dir_dsn(args.data_dir)
     log.info("embedded run: %s; %s; storage %s", agent_config, engine, dsn)
     Path(args.data_dir).mkdir(parents=True, exist_ok=True)

@@ -11,8 +11,7 @@ import time
 import faust
 
 from schemas.topics import TopicNames, ensure_topics
-from stream_jobs.cli.options import add_kafka_options, add_engine_options, positive_seconds
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.cli.options import add_engine_options, add_kafka_options, engine_settings, positive_seconds
 from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
 
 log = logging.getLogger(__name__)
@@ -41,7 +40,7 @@ def register(commands) -> None:
 
 def handle(args) -> int:
     settings = WorkerSettings(args.bootstrap, args.clickhouse, args.database, args.group,
-                              EngineSettings(args.window, args.stride, warmup_windows=args.warmup_windows),
+                              engine_settings(args),
                               TopicNames(args.topic_prefix))
     log.info("worker: %s", settings)
     ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))

@@ -1,4 +1,5 @@
-"""Attribution (paper §4.4): which metric–feature pairs drove an anomalous window, and a claim in words."""
+"""Attribution (paper §4.4, Appendix C): which metric–feature pairs drove an anomalous window, what kind of change
+it was, which subsystem it points to, and a claim in words."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stream_jobs.engine.features import FEATURES
-
+# The temporal explanation each feature stands for.
+EXPLANATIONS = {"mean": "mean shift", "std": "variance spike", "min": "dip", "max": "spike", "skew": "shape change",
+                "kurtosis": "shape change", "slope": "trend", "acf1": "autocorrelation change",
+                "stationarity": "level shift within the window", "sum": "burst", "bursts": "burst"}
 _FEATURE_WORDS = {"mean": "mean", "std": "within-window variability", "min": "minimum", "max": "maximum",
-                  "slope": "trend"}
+                  "skew": "skewness", "kurtosis": "kurtosis", "slope": "trend", "acf1": "lag-1 autocorrelation",
+                  "stationarity": "within-window level shift", "sum": "count", "bursts": "number of bursts"}
 
 
 @dataclass(frozen=True)
@@ -22,28 +26,37 @@ class Contribution:
     baseline_std: float
     z: float
 
+    @property
+    def explanation(self) -> str:
+        return EXPLANATIONS.get(self.feature, "departure from baseline")
 
-def top_contributions(z: np.ndarray, features: np.ndarray, baseline_mean: np.ndarray, baseline_scale: np.ndarray,
-                      channel_names: tuple[str, ...], limit: int = 5) -> list[Contribution]:
-    """The `limit` features of one window with the largest |z|, most extreme first (NaN z never ranks)."""
-    magnitude = np.nan_to_num(np.abs(z), nan=-1.0)
+
+def split_feature_name(feature_name: str) -> tuple[str, str]:
+    """'cpu.user.cpu0:mean' → ('cpu.user.cpu0', 'mean')."""
+    channel, _, feature = feature_name.rpartition(":")
+    return channel, feature
+
+
+def ranked_contributions(weights: np.ndarray, z: np.ndarray, features: np.ndarray, baseline_mean: np.ndarray,
+                         baseline_scale: np.ndarray, feature_names: list[str], limit: int) -> list[Contribution]:
+    """The `limit` metric–feature pairs with the largest weight (a detector's per-feature share), most first."""
+    magnitude = np.nan_to_num(np.abs(weights), nan=-1.0)
     order = np.argsort(-magnitude, kind="stable")[:limit]
-    width = len(FEATURES)
-    return [Contribution(channel_names[i // width], FEATURES[i % width], float(features[i]),
-                         float(baseline_mean[i]), float(baseline_scale[i]), float(z[i]))
-            for i in order if magnitude[i] > 0]
+    return [Contribution(*split_feature_name(feature_names[i]), float(features[i]), float(baseline_mean[i]),
+                         float(baseline_scale[i]), float(z[i])) for i in order if magnitude[i] > 0]
 
 
 def dominant_subsystem(contributions: list[Contribution], subsystem_of: dict[str, str]) -> str:
     """The subsystem whose contributions carry the most |z|."""
     weight: dict[str, float] = defaultdict(float)
     for c in contributions:
-        weight[subsystem_of[c.channel]] += abs(c.z)
+        weight[subsystem_of.get(c.channel, "unknown")] += abs(c.z)
     return max(weight, key=weight.get) if weight else "unknown"
 
 
 def claim(top: Contribution) -> str:
     """One sentence an operator can read, e.g. 'disk.sectors_read.sda maximum is 5.2e+04, 12.0σ above baseline'."""
     direction = "above" if top.z >= 0 else "below"
-    return (f"{top.channel} {_FEATURE_WORDS[top.feature]} is {top.value:.4g}, {abs(top.z):.1f}σ {direction} "
-            f"its baseline of {top.baseline_mean:.4g} ± {top.baseline_std:.3g}")
+    words = _FEATURE_WORDS.get(top.feature, top.feature)
+    return (f"{top.channel} {words} is {top.value:.4g}, {abs(top.z):.1f}σ {direction} its baseline of "
+            f"{top.baseline_mean:.4g} ± {top.baseline_std:.3g} ({top.explanation})")

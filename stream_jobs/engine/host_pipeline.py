@@ -1,31 +1,49 @@
-"""One host's path through the engine: frames → windows → signals → features → detector → verdicts."""
+"""One host's path through the engine: frames → windows → signals and derived metrics → features by kind →
+selected channels → detector ensemble → attribution, with a baseline that is learned, refreshed and restorable."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, top_contributions
+from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.derived import signals
-from stream_jobs.engine.detectors.zscore import ZScoreDetector
-from stream_jobs.engine.features import window_features
-from stream_jobs.engine.thresholds import baseline_threshold
-from stream_jobs.engine.windows import WindowAssembler
+from stream_jobs.engine.derived import derive, derived_specs, signals
+from stream_jobs.engine.detectors import standard_detectors
+from stream_jobs.engine.ensemble import DetectorEnsemble
+from stream_jobs.engine.features import FeatureLayout, feature_layout
+from stream_jobs.engine.selection import Selection, select_channels
+from stream_jobs.engine.windows import Window, WindowAssembler
+
+MODES = ("calibrated", "paper")
 
 
 @dataclass(frozen=True)
 class EngineSettings:
+    """How windows are cut, baselines learned and windows judged; the same for live, replayed and offline runs."""
+
     window_s: float = 3.0
     stride_s: float = 1.0
     interval_s: float = 0.1
-    warmup_windows: int = 30
+    warmup_windows: int = 60
     evidence_limit: int = 5
+    mode: str = "calibrated"
+    risk: float = 1e-4
+    min_agreement: int = 2
+    seed: int = 0
+    selection_threshold: float | None = 0.5
+    refit_every: int = 300
+    baseline_capacity: int = 120
 
     def __post_init__(self):
-        if self.warmup_windows < 5:
-            raise ValueError(f"warmup_windows is {self.warmup_windows}; at least 5 baseline windows are needed")
+        if self.warmup_windows < 10:
+            raise ValueError(f"warmup_windows is {self.warmup_windows}; at least 10 baseline windows are needed")
+        if self.mode not in MODES:
+            raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
+        if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:
+            raise ValueError(f"selection_threshold is {self.selection_threshold}; expected between 0 and 1, or None")
 
 
 @dataclass(frozen=True)
@@ -44,57 +62,191 @@ class WindowVerdict:
     subsystem: str
     claim: str
     evidence: tuple[Contribution, ...]
+    detector_scores: dict = field(default_factory=dict)
+    detector_thresholds: dict = field(default_factory=dict)
+    explanation: str = ""
+    baseline_changed: bool = False
+    channel_means: np.ndarray | None = field(default=None, compare=False)
+    context: "WindowContext | None" = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class WindowContext:
+    """What the cluster stage needs besides channel means: the window's retransmission context (paper §6)."""
+
+    retransmits: float = 0.0
+    segments_out: float = 0.0
+    traffic_burstiness: float = 0.0
+    irq_z: float = 0.0
+    cpu_freq_z: float = 0.0
+    gpu_power_z: float = 0.0
 
 
 class HostPipeline:
-    """Windows one host's frames, learns a baseline from its first windows, then scores each new window."""
+    """Windows one host's frames, learns a baseline from its first windows, then judges each new window."""
 
     def __init__(self, channels: ChannelTable, settings: EngineSettings = EngineSettings()):
         self.channels = channels
         self.settings = settings
         self.assembler = WindowAssembler(settings.window_s, settings.stride_s, settings.interval_s)
-        self.detector = ZScoreDetector()
-        self.threshold = float("inf")
-        self._scored_names = tuple(n for n, s in zip(channels.names, channels.scored) if s)
-        self._subsystem_of = dict(zip(channels.names, channels.subsystems))
-        self._baseline: list[np.ndarray] = []
+        self.specs = derived_specs(channels.names)
+        self.signal_names = channels.names + tuple(s.name for s in self.specs)
+        self.signal_kinds = channels.kinds + ("derived",) * len(self.specs)
+        self.subsystem_of = dict(zip(self.signal_names, channels.subsystems + tuple(s.subsystem for s in self.specs)))
+        self.full_layout = feature_layout(self.signal_names, self.signal_kinds)
+        self.selection: Selection | None = None
+        self.layout: FeatureLayout | None = None
+        self.kept: np.ndarray | None = None
+        self.ensemble: DetectorEnsemble | None = None
+        self.windows_seen = 0
+        self._warmup_features: list[np.ndarray] = []
+        self._warmup_signals: list[np.ndarray] = []
+        self._recent = deque(maxlen=settings.baseline_capacity)
+        self._retrans = _indices(self.signal_names, ("snmp.Tcp.RetransSegs",))
+        self._segments = _indices(self.signal_names, ("snmp.Tcp.OutSegs",))
+        self._tx_bytes = _indices(self.signal_names, ("net.tx_bytes.",), prefix=True)
 
     @property
     def baseline_ready(self) -> bool:
-        return self.detector.mean is not None
+        return self.ensemble is not None
 
     def push(self, timestamp_ns: int, values: np.ndarray) -> list[WindowVerdict]:
         """Add one frame's values (catalog order); returns verdicts for the windows it completes."""
         return [self._judge(w) for w in self.assembler.push(timestamp_ns, np.asarray(values, dtype=np.float64))]
 
-    def _features(self, timestamps_ns: np.ndarray, values: np.ndarray) -> np.ndarray:
-        signal = signals(timestamps_ns, values, self.channels.cumulative)[:, self.channels.scored]
-        return window_features(timestamps_ns[1:], signal).ravel()
+    def restart_baseline(self) -> None:
+        """Forget the baseline (a regime change): the next windows are learned as a new one."""
+        self.ensemble, self.layout, self.kept, self.selection = None, None, None, None
+        self._warmup_features, self._warmup_signals = [], []
+        self._recent.clear()
 
-    def _judge(self, window) -> WindowVerdict:
-        features = self._features(window.timestamps_ns, window.values)
+    def _signal(self, window: Window) -> np.ndarray:
+        """Per-step signals of every channel and derived metric: (frames − 1, channels + derived)."""
+        base = signals(window.timestamps_ns, window.values, self.channels.cumulative)
+        if not self.specs:
+            return base
+        return np.hstack([base, derive(self.specs, window.timestamps_ns, window.values)])
+
+    def _judge(self, window: Window) -> WindowVerdict:
+        self.windows_seen += 1
+        signal = self._signal(window)
+        seconds = window.timestamps_ns.astype(np.float64) / 1e9
+        means = _column_means(signal)
         if not self.baseline_ready:
-            return self._learn(window, features)
-        score = float(self.detector.score(features[None, :])[0])
-        anomalous = score > self.threshold
-        evidence: tuple[Contribution, ...] = ()
-        subsystem, sentence = "", ""
-        if anomalous:
-            z = self.detector.z(features[None, :])[0]
-            evidence = tuple(top_contributions(z, features, self.detector.mean, self.detector.scale,
-                                               self._scored_names, self.settings.evidence_limit))
-            subsystem = dominant_subsystem(list(evidence), self._subsystem_of)
-            sentence = claim(evidence[0]) if evidence else "window departs from its baseline"
-        return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), True,
-                             score, self.threshold, anomalous, (self.detector.name,) if anomalous else (),
-                             subsystem, sentence, evidence)
+            return self._learn(window, seconds, signal, means)
+        features = self.layout.compute(seconds, signal[:, self.kept])
+        verdict = self.ensemble.judge(features[None, :])[0]
+        refitted = self._remember(features, verdict.flagged)
+        z = self.ensemble.detectors[0].z(features[None, :])[0]
+        evidence = self._evidence(features, z) if verdict.flagged else ()
+        top = evidence[0] if evidence else None
+        return WindowVerdict(
+            window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), True, verdict.severity, 1.0,
+            verdict.flagged, verdict.flagged_by if verdict.flagged else (),
+            dominant_subsystem(list(evidence), self.subsystem_of) if evidence else "",
+            claim(top) if top else ("window departs from its baseline" if verdict.flagged else ""), evidence,
+            verdict.scores, verdict.thresholds, top.explanation if top else "", refitted, means,
+            self._context(signal, window, z))
 
-    def _learn(self, window, features: np.ndarray) -> WindowVerdict:
-        self._baseline.append(features)
-        if len(self._baseline) >= self.settings.warmup_windows:
-            baseline = np.vstack(self._baseline)
-            self.detector.fit(baseline)
-            self.threshold = baseline_threshold(self.detector.score(baseline))
-            self._baseline = []
-        return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), False,
-                             0.0, self.threshold, False, (), "", "", ())
+    def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
+        self._warmup_features.append(self.full_layout.compute(seconds, signal))
+        if self.windows_seen % max(1, round(self.settings.window_s / self.settings.stride_s)) == 0:
+            self._warmup_signals.append(signal)  # non-overlapping windows cover the warm-up once, for selection
+        fitted = len(self._warmup_features) >= self.settings.warmup_windows
+        if fitted:
+            self._fit_baseline()
+        return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
+                             0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means)
+
+    def _fit_baseline(self) -> None:
+        """Select channels on the warm-up's signals, then fit the detectors on its windows' features."""
+        self.selection = self._select(np.vstack(self._warmup_signals)) if self._warmup_signals else None
+        self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)
+        self._set_layout()
+        position = {name: i for i, name in enumerate(self.full_layout.names)}
+        columns = [position[name] for name in self.layout.names]
+        baseline = np.vstack(self._warmup_features)[:, columns]
+        self.ensemble = DetectorEnsemble(standard_detectors(self.settings.seed), self.settings.mode,
+                                         self.settings.min_agreement, self.settings.risk).fit(baseline)
+        self._recent.extend(baseline.astype(np.float32))
+        self._warmup_features, self._warmup_signals = [], []
+
+    def _set_layout(self) -> None:
+        """The feature layout of the kept channels, and where the co-occurring effects sit in it."""
+        names = tuple(np.asarray(self.signal_names, dtype=object)[self.kept])
+        self.layout = feature_layout(names, tuple(np.asarray(self.signal_kinds, dtype=object)[self.kept]))
+        self._effect_columns = [[i for i, n in enumerate(self.layout.names) if n.startswith(prefixes)]
+                                for prefixes in _EFFECT_PREFIXES]
+
+    def _select(self, baseline_signal: np.ndarray) -> Selection | None:
+        if self.settings.selection_threshold is None:
+            return None
+        subsystems = tuple(self.subsystem_of[n] for n in self.signal_names)
+        return select_channels(baseline_signal, self.signal_names, subsystems, self.settings.selection_threshold)
+
+    def _remember(self, features: np.ndarray, flagged: bool) -> bool:
+        """Keep unflagged windows for the rolling baseline; refit on them every `refit_every` windows."""
+        if not flagged:
+            self._recent.append(features.astype(np.float32))
+        due = self.windows_seen % self.settings.refit_every == 0
+        if due and len(self._recent) >= self.settings.warmup_windows:
+            self.ensemble.refit(np.asarray(self._recent, dtype=np.float64))
+            return True
+        return False
+
+    def _evidence(self, features: np.ndarray, z: np.ndarray) -> tuple[Contribution, ...]:
+        zscore = self.ensemble.detectors[0]
+        return tuple(ranked_contributions(z, z, features, zscore.mean, zscore.scale, self.layout.names,
+                                          self.settings.evidence_limit))
+
+    def _context(self, signal: np.ndarray, window: Window, z: np.ndarray) -> WindowContext:
+        """Retransmissions and segments in the window, traffic burstiness, and the co-occurring effects' |z|."""
+        steps = np.diff(window.timestamps_ns).astype(np.float64) / 1e9
+        counted = lambda columns: float(np.nansum(signal[:, columns] * steps[:, None])) if columns else 0.0
+        tx = np.nansum(signal[:, self._tx_bytes], axis=1) if self._tx_bytes else np.zeros(1)
+        burstiness = float(np.std(tx) / np.mean(tx)) if np.mean(tx) > 0 else 0.0
+        return WindowContext(counted(self._retrans), counted(self._segments), burstiness,
+                             *(_largest(z, columns) for columns in self._effect_columns))
+
+    def state(self) -> dict:
+        """The learned baseline (selection and fitted detectors) as JSON values, to survive a restart."""
+        if not self.baseline_ready:
+            raise RuntimeError("HostPipeline.state called before its baseline was learned")
+        return {"signal_names": list(self.signal_names), "windows_seen": self.windows_seen,
+                "selection": self.selection.to_json() if self.selection else None,
+                "ensemble": self.ensemble.state()}
+
+    def restore(self, state: dict) -> bool:
+        """Take over a saved baseline if it was learned on the same channels; returns whether it was taken."""
+        if tuple(state["signal_names"]) != self.signal_names:
+            return False
+        self.selection = Selection.from_json(state["selection"]) if state["selection"] else None
+        self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)
+        self._set_layout()
+        self.ensemble = DetectorEnsemble.from_state(state["ensemble"])
+        self.windows_seen = state["windows_seen"]
+        return True
+
+
+_EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("gpu.power.",))
+
+
+def _largest(z: np.ndarray, columns: list[int]) -> float:
+    """The largest |z| among the columns (0 when there are none or none is finite)."""
+    picked = np.abs(z[columns]) if columns else np.empty(0)
+    return float(np.nanmax(picked)) if np.isfinite(picked).any() else 0.0
+
+
+def _indices(names: tuple[str, ...], wanted: tuple[str, ...], prefix: bool = False) -> list[int]:
+    return [i for i, name in enumerate(names) if (name.startswith(wanted) if prefix else name in wanted)]
+
+
+def _column_means(signal: np.ndarray) -> np.ndarray:
+    """Each channel's mean over the window (NaN for a channel never read)."""
+    counts = np.isfinite(signal).sum(axis=0)
+    totals = np.where(np.isfinite(signal), signal, 0.0).sum(axis=0)
+    return np.divide(totals, counts, out=np.full(signal.shape[1], np.nan), where=counts > 0)
+
+
+def with_mode(settings: EngineSettings, mode: str) -> EngineSettings:
+    return replace(settings, mode=mode)

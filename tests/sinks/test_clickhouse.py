@@ -17,7 +17,7 @@ def test_every_table_is_created_and_rows_read_back(chdb_dsn, database):
     writer = ClickHouseWriter(chdb_dsn, database)
     catalog = synthetic_catalog("store-host")
     frames = synthetic_frames(catalog, T0, 200)
-    stage = HostStage(EngineSettings(warmup_windows=5))
+    stage = HostStage(EngineSettings(warmup_windows=10))
     writer.add("catalogs", [catalog_row(catalog)])
     queue_output(writer, stage.on_catalog(catalog))
     for frame in frames:

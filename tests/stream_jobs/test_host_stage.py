@@ -8,7 +8,7 @@ T0 = 1_700_000_000_000_000_000
 def test_frames_before_their_catalog_are_held_then_processed():
     catalog = synthetic_catalog("h1")
     frames = synthetic_frames(catalog, T0, 100)
-    stage = HostStage(EngineSettings(warmup_windows=5))
+    stage = HostStage(EngineSettings(warmup_windows=10))
     early = [stage.on_frame(f) for f in frames[:40]]
     assert all(not o.window_rows for o in early) and stage.counters.held == 40
     released = stage.on_catalog(catalog)
@@ -42,7 +42,7 @@ def test_sequence_gaps_are_counted():
 
 
 def test_new_catalog_version_restarts_the_baseline():
-    stage = HostStage(EngineSettings(warmup_windows=5))
+    stage = HostStage(EngineSettings(warmup_windows=10))
     small, large = synthetic_catalog("h3", gauges=2), synthetic_catalog("h3", gauges=3)
     stage.on_catalog(small)
     stage.on_catalog(large)

@@ -1,1 +1,47 @@
 """Detectors share one interface: fit(X) on baseline windows, score(X) → array (high = anomalous)."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from stream_jobs.engine.detectors.isolation_forest import IsolationForestDetector
+from stream_jobs.engine.detectors.mahalanobis import MahalanobisPCADetector
+from stream_jobs.engine.detectors.zscore import ZScoreDetector
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """What the ensemble needs of a detector (river's AnomalyDetector, batched for numpy).
+
+    `state()` is a JSON-serialisable dict from which `from_state` rebuilds a detector that scores identically.
+    """
+
+    name: str
+
+    @property
+    def fitted(self) -> bool: ...
+
+    def fit(self, baseline: np.ndarray) -> "Detector": ...
+
+    def score(self, windows: np.ndarray) -> np.ndarray: ...
+
+    def state(self) -> dict: ...
+
+    @classmethod
+    def from_state(cls, state: dict) -> "Detector": ...
+
+
+def restore_detector(state: dict) -> Detector:
+    """The fitted detector whose `state()` this is, whichever kind it is."""
+    kinds = {kind.name: kind for kind in (ZScoreDetector, MahalanobisPCADetector, IsolationForestDetector)}
+    if state.get("name") not in kinds:
+        raise ValueError(f"state is for detector {state.get('name')!r}; expected one of {sorted(kinds)}")
+    return kinds[state["name"]].from_state(state)
+
+
+def standard_detectors(seed: int = 0) -> list[Detector]:
+    """The paper's trio (§4.3): z-score, Mahalanobis over principal components, Isolation Forest."""
+    return [ZScoreDetector(), MahalanobisPCADetector(seed=seed), IsolationForestDetector(seed=seed)]
+

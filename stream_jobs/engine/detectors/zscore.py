@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 
+from stream_jobs.engine.detectors.state import check_state, decode_array, encode_array
+
 # |z| is capped so that one channel that was constant in the baseline cannot dominate a score on its own.
 Z_CAP = 50.0
 
@@ -20,6 +22,10 @@ class ZScoreDetector:
         self.absolute_floor = absolute_floor
         self.mean: np.ndarray | None = None
         self.scale: np.ndarray | None = None
+
+    @property
+    def fitted(self) -> bool:
+        return self.mean is not None
 
     def fit(self, baseline: np.ndarray) -> "ZScoreDetector":
         with warnings.catch_warnings():
@@ -41,3 +47,22 @@ class ZScoreDetector:
             warnings.simplefilter("ignore", RuntimeWarning)
             scores = np.nanmean(np.abs(self.z(windows)), axis=1)
         return np.nan_to_num(scores, nan=0.0)
+
+    def contributions(self, windows: np.ndarray) -> np.ndarray:
+        """Each feature's part in the score: its |z|, 0 where the feature or its baseline is missing."""
+        return np.nan_to_num(np.abs(self.z(windows)), nan=0.0)
+
+    def state(self) -> dict:
+        """The fitted baseline as JSON values."""
+        if self.mean is None:
+            raise RuntimeError("ZScoreDetector.state called before fit")
+        return {"name": self.name, "relative_floor": self.relative_floor, "absolute_floor": self.absolute_floor,
+                "mean": encode_array(self.mean), "scale": encode_array(self.scale)}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "ZScoreDetector":
+        """A fitted detector equal to the one whose `state()` this is."""
+        check_state(state, cls.name)
+        detector = cls(state["relative_floor"], state["absolute_floor"])
+        detector.mean, detector.scale = decode_array(state["mean"]), decode_array(state["scale"])
+        return detector

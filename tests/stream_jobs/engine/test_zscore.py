@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 
@@ -45,3 +47,22 @@ def test_nan_features_take_no_part_and_never_leak_into_scores():
 def test_scoring_before_fit_is_an_error():
     with pytest.raises(RuntimeError, match="before fit"):
         ZScoreDetector().score(baseline())
+
+
+def test_contributions_are_absolute_z_with_missing_features_at_zero():
+    detector = ZScoreDetector().fit(baseline())
+    probe = baseline(seed=5)[:4]
+    probe[:, 3] = np.nan
+    contributions = detector.contributions(probe)
+    np.testing.assert_array_equal(contributions[:, :3], np.abs(detector.z(probe))[:, :3])
+    assert (contributions[:, 3] == 0).all()
+
+
+def test_state_restores_mean_and_scale_including_missing_baselines():
+    data = baseline()
+    data[:, 4] = np.nan
+    detector = ZScoreDetector(relative_floor=1e-2).fit(data)
+    restored = ZScoreDetector.from_state(json.loads(json.dumps(detector.state(), allow_nan=False)))
+    np.testing.assert_array_equal(restored.mean, detector.mean)
+    np.testing.assert_array_equal(restored.scale, detector.scale)
+    assert restored.relative_floor == 1e-2 and restored.fitted and not ZScoreDetector().fitted

@@ -1,0 +1,148 @@
+"""Detector agreement (paper §4.3): each detector scores every window; agreement decides and grades the alert."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+
+from stream_jobs.engine.detectors import Detector, restore_detector, standard_detectors
+from stream_jobs.engine.thresholds import PotThreshold, TopFractionThreshold
+
+MODES = ("calibrated", "paper")
+# In calibrated mode one detector alone raises an alert only when its score is at least this many times its
+# threshold: far enough past a 1e-4 tail that the others' silence means they cannot see it (a broken correlation
+# that only the Mahalanobis detector sees), not that it is noise.
+LONE_DETECTOR_MARGIN = 3.0
+# Thresholds are floored here so that a baseline whose scores were all 0 still yields a finite severity.
+THRESHOLD_FLOOR = 1e-12
+
+
+@dataclass(frozen=True)
+class EnsembleVerdict:
+    """What the detectors said about one window, by detector name."""
+
+    scores: dict[str, float]
+    thresholds: dict[str, float]
+    flagged_by: tuple[str, ...]
+    severity: float
+    flagged: bool
+
+
+class DetectorEnsemble:
+    """Detectors fitted on one baseline, each with its own threshold on its own scores.
+
+    mode "calibrated": each threshold is a `PotThreshold` at `risk` per window, fixed until `refit`; a window is
+    flagged when `min_agreement` detectors exceed their thresholds, or one exceeds its own `LONE_DETECTOR_MARGIN`
+    times. mode "paper" (§4.3): each threshold is a `TopFractionThreshold` that follows the run, so each detector
+    flags about `fraction` of the windows, and a window is flagged when any detector flags it.
+    Severity is the mean over detectors of score / threshold in both modes: agreement raises it.
+
+    Thresholds are calibrated on out-of-fold baseline scores (each block of windows scored by detectors fitted on
+    the other blocks), because a detector scores the windows it was fitted on as more typical than new ones.
+    The ensemble never learns from what it judges; the caller decides which windows go into `refit`.
+    """
+
+    def __init__(self, detectors: list[Detector] | None = None, mode: str = "calibrated", min_agreement: int = 2,
+                 risk: float = 1e-4, fraction: float = 0.01, calibration_folds: int = 5):
+        detectors = standard_detectors() if detectors is None else list(detectors)
+        names = [detector.name for detector in detectors]
+        if mode not in MODES:
+            raise ValueError(f"mode is {mode!r}; expected one of {MODES}")
+        if not detectors or len(set(names)) != len(names):
+            raise ValueError(f"detectors are {names}; expected at least one, each name once")
+        if min_agreement < 1:
+            raise ValueError(f"min_agreement is {min_agreement}; expected at least 1")
+        self.detectors = detectors
+        self.mode = mode
+        self.min_agreement = min_agreement
+        self.risk = risk
+        self.fraction = fraction
+        self.calibration_folds = calibration_folds
+        self.thresholds: list[PotThreshold | TopFractionThreshold] = []
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(detector.name for detector in self.detectors)
+
+    @property
+    def fitted(self) -> bool:
+        return bool(self.thresholds) and all(detector.fitted for detector in self.detectors)
+
+    def fit(self, baseline: np.ndarray) -> "DetectorEnsemble":
+        """Fit every detector on the baseline windows and calibrate its threshold on their scores."""
+        baseline = np.asarray(baseline, dtype=np.float64)
+        calibration = [out_of_fold_scores(detector, baseline, self.calibration_folds) for detector in self.detectors]
+        for detector in self.detectors:
+            detector.fit(baseline)
+        self.thresholds = [self._new_threshold() for _ in self.detectors]
+        for threshold, scores in zip(self.thresholds, calibration):
+            threshold.fit(scores)
+        return self
+
+    def refit(self, baseline: np.ndarray) -> "DetectorEnsemble":
+        """Learn a new baseline, e.g. the recent windows that were not flagged; replaces detectors and thresholds."""
+        return self.fit(baseline)
+
+    def scores(self, windows: np.ndarray) -> np.ndarray:
+        """(windows, detectors) scores, detectors in `names` order."""
+        if not self.fitted:
+            raise RuntimeError("DetectorEnsemble.scores called before fit")
+        windows = np.asarray(windows, dtype=np.float64)
+        return np.column_stack([detector.score(windows) for detector in self.detectors])
+
+    def judge(self, windows: np.ndarray) -> list[EnsembleVerdict]:
+        """One verdict per window, in order; in paper mode each window also moves the thresholds."""
+        scores = self.scores(windows)
+        thresholds = self._paper_thresholds(scores) if self.mode == "paper" else \
+            np.broadcast_to([threshold.threshold for threshold in self.thresholds], scores.shape)
+        ratios = scores / np.fmax(thresholds, THRESHOLD_FLOOR)
+        exceeded = scores > thresholds
+        if self.mode == "paper":
+            flagged = exceeded.any(axis=1)
+        else:
+            flagged = (exceeded.sum(axis=1) >= self.min_agreement) | (ratios >= LONE_DETECTOR_MARGIN).any(axis=1)
+        return [self._verdict(*row) for row in zip(scores, thresholds, exceeded, ratios.mean(axis=1), flagged)]
+
+    def _paper_thresholds(self, scores: np.ndarray) -> np.ndarray:
+        """Each detector's top-fraction threshold as it stands once each window's score has joined the run."""
+        return np.array([[rule.update(score) for rule, score in zip(self.thresholds, row)] for row in scores])
+
+    def _verdict(self, scores, thresholds, exceeded, severity, flagged) -> EnsembleVerdict:
+        return EnsembleVerdict(dict(zip(self.names, map(float, scores))), dict(zip(self.names, map(float, thresholds))),
+                               tuple(name for name, hit in zip(self.names, exceeded) if hit), float(severity),
+                               bool(flagged))
+
+    def _new_threshold(self) -> PotThreshold | TopFractionThreshold:
+        return PotThreshold(self.risk) if self.mode == "calibrated" else TopFractionThreshold(self.fraction)
+
+    def state(self) -> dict:
+        """Settings, fitted detectors and thresholds as JSON values."""
+        if not self.fitted:
+            raise RuntimeError("DetectorEnsemble.state called before fit")
+        return {"mode": self.mode, "min_agreement": self.min_agreement, "risk": self.risk, "fraction": self.fraction,
+                "calibration_folds": self.calibration_folds,
+                "detectors": [detector.state() for detector in self.detectors],
+                "thresholds": [threshold.state() for threshold in self.thresholds]}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "DetectorEnsemble":
+        """The fitted ensemble whose `state()` this is; it judges as the original would have."""
+        ensemble = cls([restore_detector(detector) for detector in state["detectors"]], state["mode"],
+                       state["min_agreement"], state["risk"], state["fraction"], state["calibration_folds"])
+        kinds = {"pot": PotThreshold, "top_fraction": TopFractionThreshold}
+        ensemble.thresholds = [kinds[threshold["kind"]].from_state(threshold) for threshold in state["thresholds"]]
+        return ensemble
+
+
+def out_of_fold_scores(detector: Detector, baseline: np.ndarray, folds: int) -> np.ndarray:
+    """Each baseline window scored by a copy of `detector` fitted on the other contiguous blocks of windows.
+
+    With fewer than two windows per block the windows are scored in-sample.
+    """
+    if folds < 2 or len(baseline) < 2 * folds:
+        return copy.deepcopy(detector).fit(baseline).score(baseline)
+    blocks = np.array_split(np.arange(len(baseline)), folds)
+    return np.concatenate([copy.deepcopy(detector).fit(np.delete(baseline, block, axis=0)).score(baseline[block])
+                           for block in blocks])

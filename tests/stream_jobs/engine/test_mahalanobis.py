@@ -1,0 +1,119 @@
+import doctest
+import json
+
+import numpy as np
+import pytest
+
+import stream_jobs.engine.detectors.mahalanobis as mahalanobis
+from stream_jobs.engine.detectors.mahalanobis import MahalanobisPCADetector
+
+
+def gaussian(seed, count=300, features=12):
+    return np.random.default_rng(seed).normal(5.0, 2.0, size=(count, features))
+
+
+def low_rank(seed, count=400):
+    """Twelve features driven by three factors, plus a little noise."""
+    rng = np.random.default_rng(seed)
+    loadings = np.random.default_rng(99).normal(size=(3, 12))
+    return rng.normal(size=(count, 3)) @ loadings + 0.05 * rng.normal(size=(count, 12))
+
+
+def test_docstring_example_holds():
+    assert doctest.testmod(mahalanobis).failed == 0
+
+
+def test_major_components_hold_the_requested_share_of_variance():
+    assert MahalanobisPCADetector(variance=0.95).fit(low_rank(0)).major_components == 3
+    assert MahalanobisPCADetector(variance=1.0).fit(gaussian(0)).major_components == 12
+
+
+def test_component_signs_are_fixed_so_row_order_does_not_matter():
+    data = gaussian(0)
+    detector = MahalanobisPCADetector().fit(data)
+    permuted = MahalanobisPCADetector().fit(data[np.random.default_rng(1).permutation(len(data))])
+    largest = detector.components[np.arange(len(detector.components)),
+                                  np.argmax(np.abs(detector.components), axis=1)]
+    assert (largest > 0).all()
+    np.testing.assert_allclose(permuted.components, detector.components, atol=1e-9)
+    np.testing.assert_allclose(permuted.score(gaussian(2)), detector.score(gaussian(2)), rtol=1e-9)
+
+
+def test_contributions_are_non_negative_shares_of_the_squared_distance():
+    detector = MahalanobisPCADetector().fit(gaussian(0))
+    probe = gaussian(1, count=20)
+    contributions = detector.contributions(probe)
+    assert contributions.shape == probe.shape and (contributions >= 0).all()
+    np.testing.assert_allclose(contributions.sum(axis=1), detector.score(probe) ** 2, rtol=1e-9)
+
+
+def test_contributions_point_at_the_shifted_feature():
+    detector = MahalanobisPCADetector().fit(gaussian(0))
+    probe = gaussian(1, count=10)
+    probe[:, 7] += 6 * 2.0
+    assert (np.argmax(detector.contributions(probe), axis=1) == 7).all()
+
+
+def test_contributions_point_at_both_sides_of_a_broken_correlation():
+    data = low_rank(0)
+    detector = MahalanobisPCADetector().fit(data)
+    pair = np.argsort(-np.abs(np.corrcoef(data.T) - np.eye(12)).ravel())[0]
+    first, second = divmod(int(pair), 12)
+    sign = np.sign(np.corrcoef(data.T)[first, second])
+    probe = low_rank(1, count=5)
+    probe[:, first] = data[:, first].mean() + 1.5 * data[:, first].std()
+    probe[:, second] = data[:, second].mean() - sign * 1.5 * data[:, second].std()
+    top_two = np.sort(np.argsort(-detector.contributions(probe), axis=1)[:, :2], axis=1)
+    assert (top_two == sorted((first, second))).all()
+    assert detector.score(probe).min() > detector.score(low_rank(2)).max()
+
+
+def test_constant_and_all_missing_features_are_dropped_and_contribute_nothing():
+    data = gaussian(0)
+    data[:, 2] = 7.0
+    data[:, 5] = np.nan
+    detector = MahalanobisPCADetector().fit(data)
+    assert not detector.kept[2] and not detector.kept[5] and detector.kept.sum() == 10
+    probe = gaussian(1, count=3)
+    probe[:, 2] = 1e6
+    contributions = detector.contributions(probe)
+    assert (contributions[:, [2, 5]] == 0).all() and np.isfinite(contributions).all()
+
+
+def test_a_missing_value_counts_as_the_baseline_mean():
+    data = gaussian(0)
+    data[::5, 4] = np.nan
+    detector = MahalanobisPCADetector().fit(data)
+    probe = gaussian(1, count=3)
+    at_mean = probe.copy()
+    probe[:, 4] = np.nan
+    at_mean[:, 4] = np.nanmean(data[:, 4])
+    np.testing.assert_allclose(detector.score(probe), detector.score(at_mean), rtol=1e-12)
+
+
+def test_fewer_windows_than_features_still_ranks_a_shift_first():
+    detector = MahalanobisPCADetector().fit(gaussian(0, count=20, features=60))
+    probe = gaussian(1, count=10, features=60)
+    shifted = probe.copy()
+    shifted[:, :5] += 6 * 2.0
+    assert np.isfinite(detector.score(probe)).all()
+    assert detector.score(shifted).min() > detector.score(probe).max()
+
+
+def test_extreme_values_are_capped_not_infinite():
+    detector = MahalanobisPCADetector().fit(gaussian(0))
+    probe = gaussian(1, count=2)
+    probe[0, 0], probe[1, 1] = np.inf, -1e300
+    assert np.isfinite(detector.score(probe)).all()
+
+
+def test_state_round_trip_keeps_every_fitted_array():
+    detector = MahalanobisPCADetector(variance=0.9).fit(low_rank(0))
+    restored = MahalanobisPCADetector.from_state(json.loads(json.dumps(detector.state(), allow_nan=False)))
+    assert restored.major_components == detector.major_components and restored.variance == 0.9
+    np.testing.assert_array_equal(restored.contributions(low_rank(1)), detector.contributions(low_rank(1)))
+
+
+def test_variance_outside_zero_to_one_is_refused():
+    with pytest.raises(ValueError, match="variance"):
+        MahalanobisPCADetector(variance=1.5)
