@@ -26,8 +26,11 @@ ANOMALY_COLUMNS = ("host", "cluster", "window_id", "start", "end", "detectors", 
 ALERT_COLUMNS = ("alert_id", "host", "cluster", "state", "start", "end", "severity", "subsystem", "summary", "hint",
                  "kind")
 BASELINE_COLUMNS = ("host", "catalog_version", "saved_at", "windows", "state")
+RETRANSMISSION_COLUMNS = ("host", "cluster", "window_id", "start", "end", "category", "reason", "retransmits",
+                          "segments_out", "rate_z")
 COLUMNS = {"frames": FRAME_COLUMNS, "catalogs": CATALOG_COLUMNS, "windows": WINDOW_COLUMNS,
-           "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS, "baselines": BASELINE_COLUMNS}
+           "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS, "baselines": BASELINE_COLUMNS,
+           "retransmissions": RETRANSMISSION_COLUMNS}
 
 
 class StorageError(RuntimeError):

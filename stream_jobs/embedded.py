@@ -8,8 +8,9 @@ from typing import Callable, TextIO
 
 from schemas.records import Catalog, Frame
 from sinks.clickhouse import ClickHouseWriter
+from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.host_stage import HostStage, StageOutput
-from stream_jobs.results import queue_catalog, queue_frame, queue_output
+from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +22,10 @@ class EmbeddedRunner:
                  flush_every_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
         self.stage, self.writer, self.console = stage, writer, console
         self.flush_every_s = flush_every_s
+        self.cluster = ClusterStage()
         self.windows = 0
         self.anomalies = 0
+        self.alerts = 0
         self._clock = clock
         self._last_flush = clock()
 
@@ -41,12 +44,26 @@ class EmbeddedRunner:
         self.writer.flush()
         self._last_flush = self._clock()
 
+    def close(self) -> None:
+        """Close open incidents and store what is left."""
+        self._handle(self.stage.close())
+        queue_cluster_output(self.writer, self.cluster.flush())
+        self.flush()
+
     def _handle(self, output: StageOutput) -> None:
         queue_output(self.writer, output)
+        for summary in output.host_windows:
+            cluster_output = self.cluster.on_host_window(summary)
+            queue_cluster_output(self.writer, cluster_output)
+            output.alerts += cluster_output.alerts
         self.windows += len(output.verdicts)
         self.anomalies += len(output.anomalies)
+        self.alerts += len(output.alerts)
         for verdict in output.verdicts:
             self._show(describe_verdict(verdict, self.stage.settings.warmup_windows, self.windows))
+        for alert in output.alerts:
+            self._show(f"ALERT {alert.state} [{alert.kind}/{alert.subsystem or '-'}] {alert.host}: {alert.summary}"
+                       + (f" — hint: {alert.hint}" if alert.hint else ""))
 
     def _show(self, line: str) -> None:
         if self.console is not None:
@@ -60,6 +77,6 @@ def describe_verdict(verdict, warmup_windows: int, windows_seen: int) -> str:
         return f"{stamp}  window {verdict.window_id}  learning baseline {min(windows_seen, warmup_windows)}/" \
                f"{warmup_windows}"
     if not verdict.anomalous:
-        return f"{stamp}  window {verdict.window_id}  score {verdict.score:6.2f} / {verdict.threshold:.2f}  normal"
-    return (f"{stamp}  window {verdict.window_id}  score {verdict.score:6.2f} / {verdict.threshold:.2f}  "
-            f"ANOMALY [{verdict.subsystem}] {verdict.claim}")
+        return f"{stamp}  window {verdict.window_id}  severity {verdict.score:5.2f}  normal"
+    return (f"{stamp}  window {verdict.window_id}  severity {verdict.score:5.2f}  ANOMALY "
+            f"({'+'.join(verdict.detectors)}) [{verdict.subsystem}] {verdict.claim}")

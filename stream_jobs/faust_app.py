@@ -1,4 +1,8 @@
-"""The distributed shell: a Faust app whose agents feed Kafka records to the host stage.
+"""The distributed shell: a Faust app whose agents feed Kafka records to the host and cluster stages.
+
+The host agent (samples, keyed by host) publishes anomalies, alerts and one summary per host-window to
+reveal.host-windows keyed by cluster; the cluster agent compares each host with its peers and classifies
+retransmissions.
 
 Each agent only decodes, calls the stage and forwards what it returns; every decision is in the engine.
 ClickHouse calls run on one dedicated thread so the event loop never blocks on storage.
@@ -7,6 +11,7 @@ ClickHouse calls run on one dedicated thread so the event loop never blocks on s
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from pathlib import Path
@@ -17,11 +22,13 @@ import faust
 
 from schemas.codec import DecodeError
 from schemas.topics import TopicNames
-from schemas.records import DEADLETTER_CODEC, decode_catalog, decode_frame, encode_anomaly
+from schemas.records import (DEADLETTER_CODEC, decode_catalog, decode_frame, decode_host_window, encode_alert,
+                             encode_anomaly, encode_host_window)
 from sinks.clickhouse import ClickHouseWriter, StorageError
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
-from stream_jobs.results import queue_catalog, queue_frame, queue_output
+from stream_jobs.cluster_stage import ClusterStage
+from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +58,21 @@ class WorkerShell:
 
     def __init__(self, settings: WorkerSettings):
         self.settings = settings
-        self.stage = HostStage(settings.engine)
         self.counters = WorkerCounters()
         self.last_record_at: float | None = None
         self.storage_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
         self.writer: ClickHouseWriter = self.storage_thread.submit(
             ClickHouseWriter, settings.clickhouse_dsn, settings.database).result()
+        self.stage = HostStage(settings.engine, self.saved_baseline)
+        self.cluster = ClusterStage()
+
+    def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
+        """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again."""
+        _, rows = self.storage_thread.submit(
+            self.writer.query, "SELECT state FROM baselines FINAL WHERE host = {host:String} AND "
+            "catalog_version = {version:UInt32} ORDER BY saved_at DESC LIMIT 1",
+            {"host": host, "version": catalog_version}).result()
+        return json.loads(rows[0][0]) if rows else None
 
     def progress(self) -> str:
         """One line on what the worker has done so far, for operators watching its log."""
@@ -77,7 +93,9 @@ class WorkerShell:
             log.error("%s; %d rows kept for the next attempt", error, self.writer.pending_rows())
 
     def close(self) -> None:
-        """Write what is left and release the storage thread (called after the event loop has stopped)."""
+        """Close open incidents, write what is left and release the storage thread (after the event loop stopped)."""
+        queue_output(self.writer, self.stage.close())
+        queue_cluster_output(self.writer, self.cluster.flush())
         self.storage_thread.submit(self.writer.close).result()
         self.storage_thread.shutdown()
 
@@ -104,6 +122,8 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     samples = app.topic(settings.topics.samples, key_type=bytes, value_type=bytes, internal=False)
     catalogs = app.topic(settings.topics.catalog, key_type=bytes, value_type=bytes, internal=False)
     anomalies = app.topic(settings.topics.anomalies, key_type=bytes, value_type=bytes, internal=False)
+    alerts = app.topic(settings.topics.alerts, key_type=bytes, value_type=bytes, internal=False)
+    host_windows = app.topic(settings.topics.host_windows, key_type=bytes, value_type=bytes, internal=False)
     deadletters = app.topic(settings.topics.deadletter, key_type=bytes, value_type=bytes, internal=False)
 
     async def reject(step: str, event, error: Exception) -> None:
@@ -114,11 +134,22 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
 
     async def publish(output) -> None:
         queue_output(shell.writer, output)
+        await publish_findings(output)
+        for summary in output.host_windows:
+            await host_windows.send(key=summary.cluster.encode(), value=encode_host_window(summary))
+
+    async def publish_findings(output) -> None:
         for anomaly in output.anomalies:
             shell.counters.anomalies += 1
             await anomalies.send(key=anomaly.host.encode(), value=encode_anomaly(anomaly))
+        for alert in output.alerts:
+            await alerts.send(key=alert.host.encode(), value=encode_alert(alert))
 
-    async def consume(stream, step: str, decode, handle) -> None:
+    async def publish_cluster(output) -> None:
+        queue_cluster_output(shell.writer, output)
+        await publish_findings(output)
+
+    async def consume(stream, step: str, decode, handle, forward=publish) -> None:
         """Decode each record, dead-letter what cannot be decoded, hand the rest to the stage."""
         async for event in stream.events():
             shell.note_record()
@@ -127,7 +158,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
             except DecodeError as error:
                 await reject(step, event, error)
                 continue
-            await publish(handle(record))
+            await forward(handle(record))
 
     def take_catalog(catalog):
         queue_catalog(shell.writer, catalog)
@@ -144,6 +175,10 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     @app.agent(samples)
     async def host_agent(stream):
         await consume(stream, "decode-frame", decode_frame, take_frame)
+
+    @app.agent(host_windows)
+    async def cluster_agent(stream):
+        await consume(stream, "decode-host-window", decode_host_window, shell.cluster.on_host_window, publish_cluster)
 
     @app.timer(settings.flush_every_s)
     async def flush_storage():

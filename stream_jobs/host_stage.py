@@ -64,7 +64,8 @@ class HostStage:
         self.catalogs: dict[str, dict[int, Catalog]] = defaultdict(dict)
         self.pipelines: dict[str, tuple[int, HostPipeline]] = {}
         self.counters = StageCounters()
-        self.incidents = IncidentTracker()
+        # one flagged window alone is a blip; an incident opens on two in a row
+        self.incidents = IncidentTracker(open_after=2)
         self.regimes = RegimeDetector()
         self._held: dict[str, deque[Frame]] = defaultdict(deque)
         self._last_sequence: dict[str, int] = {}

@@ -25,3 +25,13 @@ def queue_output(writer: ClickHouseWriter, output: StageOutput) -> None:
         writer.add("alerts", [alert_row(a) for a in output.alerts])
     if output.baseline_rows:
         writer.add("baselines", output.baseline_rows)
+
+
+def queue_cluster_output(writer: ClickHouseWriter, output) -> None:
+    """Peer and retransmission anomalies, their alerts, and every retransmission verdict."""
+    if output.anomalies:
+        writer.add("anomalies", [anomaly_row(a) for a in output.anomalies])
+    if output.alerts:
+        writer.add("alerts", [alert_row(a) for a in output.alerts])
+    if output.retransmission_rows:
+        writer.add("retransmissions", output.retransmission_rows)

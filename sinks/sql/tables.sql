@@ -106,3 +106,19 @@ CREATE TABLE IF NOT EXISTS {db}.baselines
 )
 ENGINE = ReplacingMergeTree(saved_at)
 ORDER BY (host, catalog_version);
+
+CREATE TABLE IF NOT EXISTS {db}.retransmissions
+(
+    host            LowCardinality(String),
+    cluster         LowCardinality(String),
+    window_id       Int64,
+    start           DateTime64(9),
+    end             DateTime64(9),
+    category        LowCardinality(String),
+    reason          String,
+    retransmits     Float64,
+    segments_out    Float64,
+    rate_z          Float64
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (host, end, window_id);

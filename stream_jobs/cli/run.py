@@ -44,8 +44,9 @@ def handle(args) -> int:
     agent = Agent(agent_config, runner)
     stats = agent.run(StopFlag(args.duration))
     agent.close()
-    runner.flush()
+    runner.close()
     writer.close()
     print(f"stopped after {stats.ticks} samples ({stats.skipped} skipped, max tick lag {stats.max_lag_s * 1e3:.1f} ms): "
-          f"{runner.windows} windows, {runner.anomalies} anomalies stored in {args.data_dir}", flush=True)
+          f"{runner.windows} windows, {runner.anomalies} anomalies, {runner.alerts} alert events stored in "
+          f"{args.data_dir}", flush=True)
     return 0

@@ -31,7 +31,7 @@ class EngineSettings:
     evidence_limit: int = 5
     mode: str = "calibrated"
     risk: float = 1e-4
-    min_agreement: int = 2
+    min_agreement: int = 1
     seed: int = 0
     selection_threshold: float | None = 0.5
     refit_every: int = 300

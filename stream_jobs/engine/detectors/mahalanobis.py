@@ -23,9 +23,12 @@ class MahalanobisPCADetector:
 
     The components that hold `variance` of the variance give the paper's distance (§4.3). A broken correlation (two
     features that always moved together now moving apart) lies in the minor components beyond them, so those count
-    too, each by its own floored variance, as in Shyu et al.'s principal component classifier (ICDM 2003); what lies
-    outside every baseline direction (fewer windows than features) is scaled by the mean discarded variance, the
-    noise variance of probabilistic PCA and the residual subspace of Lakhina et al. (SIGCOMM 2004, the paper's [40]).
+    too, each by its own variance, as in Shyu et al.'s principal component classifier (ICDM 2003). A minor variance
+    is only as good as the windows behind it (sampling alone spreads the eigenvalues of f features seen in n windows
+    by about f/n, Marchenko–Pastur), so minor variances are pulled toward their mean by min(1, (f/n)²): kept with
+    many windows per feature, pooled as in probabilistic PCA with about as many features as windows (the square was
+    chosen on Gaussian baselines of 60–600 windows × 20–100 features). What lies outside every baseline direction
+    is scaled by that mean, the residual subspace of Lakhina et al. (SIGCOMM 2004, the paper's [40]).
 
     >>> rng = np.random.default_rng(0)
     >>> detector = MahalanobisPCADetector().fit(rng.normal(size=(200, 4)))
@@ -58,10 +61,12 @@ class MahalanobisPCADetector:
         self.kept = np.isfinite(self.mean) & (self.spread > SPREAD_FLOOR * np.fmax(1.0, np.abs(self.mean)))
         standardised = self._standardise(baseline)
         axes, variances = _principal_axes(standardised)
-        self.major_components = _components_for(variances, self.variance)
+        # a covariance estimated from n windows is trustworthy along at most about n/4 directions
+        self.major_components = min(_components_for(variances, self.variance), max(1, len(baseline) // 4))
         self.residual_variance = _residual_variance(variances, self.major_components, standardised.shape[1])
         self.components = axes
-        self.component_variances = np.fmax(variances, VARIANCE_FLOOR)
+        self.component_variances = _shrunk_variances(variances, self.major_components, self.residual_variance,
+                                                      standardised.shape[1] / max(len(standardised), 1))
         return self
 
     def score(self, windows: np.ndarray) -> np.ndarray:
@@ -138,6 +143,14 @@ def _components_for(variances: np.ndarray, fraction: float) -> int:
         return 0
     explained = np.cumsum(variances) / total
     return int(min(np.searchsorted(explained, fraction - 1e-12) + 1, len(variances)))
+
+
+def _shrunk_variances(variances: np.ndarray, major: int, noise_variance: float,
+                      features_per_window: float) -> np.ndarray:
+    """Major variances as estimated, minor ones pulled toward the noise variance by min(1, (f/n)²); all floored."""
+    pull = min(1.0, features_per_window ** 2)
+    minor = (1.0 - pull) * variances[major:] + pull * noise_variance
+    return np.fmax(np.concatenate([variances[:major], minor]), VARIANCE_FLOOR)
 
 
 def _residual_variance(variances: np.ndarray, count: int, dimensions: int) -> float:

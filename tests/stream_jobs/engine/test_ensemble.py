@@ -23,8 +23,9 @@ def shifted(seed, count=100):
 
 
 def broken_correlation(seed, count=100):
+    """Features 0 and 1 at +2.5σ and −2.5σ: each inside its baseline range, together far outside their pattern."""
     data = windows(seed, count)
-    data[:, 0], data[:, 1] = 60.0, 40.0
+    data[:, 0], data[:, 1] = 62.5, 37.5
     return data
 
 
@@ -52,6 +53,8 @@ def test_calibrated_mode_flags_shifted_windows_by_agreement(calibrated):
 
 
 def test_one_detector_far_past_its_threshold_is_enough(calibrated):
+    baseline = windows(0)
+    assert baseline[:, 0].max() > 62.5 and baseline[:, 1].min() < 37.5
     verdicts = calibrated.judge(broken_correlation(3))
     assert all(v.flagged and v.flagged_by == ("mahalanobis",) for v in verdicts)
     assert all(v.scores["mahalanobis"] >= LONE_DETECTOR_MARGIN * v.thresholds["mahalanobis"] for v in verdicts)

@@ -1,0 +1,156 @@
+"""The cluster stage shared by every shell: host-window summaries in; peer deviations, retransmission verdicts and
+their alerts out.
+
+Summaries of a cluster are gathered by window; a window is compared once summaries `lag_windows` newer have arrived
+(hosts report a little out of step), so every host that reported in time takes part.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from schemas.records import Alert, Anomaly, Evidence, HostWindow
+from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviation
+from stream_jobs.engine.incidents import IncidentTracker
+from stream_jobs.engine.retransmissions import RetransBaseline, RetransVerdict, RetransWindow, classify
+from stream_jobs.engine.signatures import match_signature
+from stream_jobs.host_stage import alert_record
+from stream_jobs.offline.host_tables import subsystem_for
+
+RETRANS_HISTORY = 600
+RETRANS_MIN_HISTORY = 30
+
+
+@dataclass
+class ClusterOutput:
+    anomalies: list[Anomaly] = field(default_factory=list)
+    alerts: list[Alert] = field(default_factory=list)
+    retransmission_rows: list[list] = field(default_factory=list)
+
+    def extend(self, other: "ClusterOutput") -> None:
+        for name in self.__dataclass_fields__:
+            getattr(self, name).extend(getattr(other, name))
+
+
+class ClusterStage:
+    """Per-cluster peer comparison and retransmission context for every cluster this shell sees."""
+
+    def __init__(self, lag_windows: int = 2, comparator_settings: dict | None = None):
+        self.lag_windows = lag_windows
+        self._comparator_settings = comparator_settings or {}
+        self._comparators: dict[str, PeerComparator] = {}
+        self._pending: dict[str, dict[int, dict[str, HostWindow]]] = defaultdict(lambda: defaultdict(dict))
+        self._latest: dict[str, int] = {}
+        self._retrans_history: dict[str, deque] = defaultdict(lambda: deque(maxlen=RETRANS_HISTORY))
+        self.incidents = IncidentTracker()
+        self.windows_compared = 0
+        self.late_summaries = 0
+
+    def on_host_window(self, summary: HostWindow) -> ClusterOutput:
+        """Take one summary; returns what the windows it completes show."""
+        cluster = summary.cluster
+        if summary.window_id <= self._latest.get(cluster, -1) - self.lag_windows:
+            self.late_summaries += 1
+            return ClusterOutput()
+        self._pending[cluster][summary.window_id][summary.host] = summary
+        self._latest[cluster] = max(self._latest.get(cluster, summary.window_id), summary.window_id)
+        ready = sorted(w for w in self._pending[cluster] if w <= self._latest[cluster] - self.lag_windows)
+        return self._compare_windows(cluster, ready)
+
+    def flush(self) -> ClusterOutput:
+        """Compare every window still waiting and close open incidents (the end of a run)."""
+        output = ClusterOutput()
+        for cluster in list(self._pending):
+            output.extend(self._compare_windows(cluster, sorted(self._pending[cluster])))
+        output.alerts += [alert_record(e, "") for e in self.incidents.close_all()]
+        return output
+
+    def _compare_windows(self, cluster: str, window_ids: list[int]) -> ClusterOutput:
+        output = ClusterOutput()
+        for window_id in window_ids:
+            summaries = self._pending[cluster].pop(window_id)
+            output.extend(self._compare(cluster, window_id, summaries))
+        return output
+
+    def _compare(self, cluster: str, window_id: int, summaries: dict[str, HostWindow]) -> ClusterOutput:
+        self.windows_compared += 1
+        comparator = self._comparators.setdefault(cluster, PeerComparator(**self._comparator_settings))
+        hosts = sorted(summaries)
+        findings = {f.host: f for f in comparator.compare(
+            window_id, [HostSummary(h, window_id, summaries[h].names, summaries[h].means) for h in hosts])}
+        output = ClusterOutput()
+        for host in hosts:
+            summary = summaries[host]
+            finding = findings.get(host)
+            anomaly = peer_anomaly(summary, finding) if finding else None
+            output.anomalies += [anomaly] if anomaly else []
+            events = self.incidents.update(f"{host}/peers", window_id, summary.window_start_ns, summary.window_end_ns,
+                                           finding is not None, anomaly.score / anomaly.threshold if anomaly else 0.0,
+                                           anomaly.subsystem if anomaly else "",
+                                           [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
+            output.alerts += [_as_host_alert(alert_record(e, cluster), host, "peer") for e in events]
+            output.extend(self._retransmissions(cluster, summary, [summaries[p] for p in hosts if p != host]))
+        return output
+
+    def _retransmissions(self, cluster: str, summary: HostWindow, peers: list[HostWindow]) -> ClusterOutput:
+        """Classify the window's retransmissions against the host's own history and its peers in the window."""
+        history = self._retrans_history[summary.host]
+        verdict = None
+        if summary.retransmits > 0 and len(history) >= RETRANS_MIN_HISTORY:
+            baseline = RetransBaseline.fit(*np.asarray(history).T)
+            verdict = classify(retrans_window(summary), [retrans_window(p) for p in peers], baseline)
+        if verdict is None or verdict.category != "fault-induced":
+            history.append((summary.retransmits, summary.segments_out))
+        output = ClusterOutput()
+        if verdict is not None:
+            output.retransmission_rows.append(retransmission_row(cluster, summary, verdict))
+        faulty = verdict is not None and verdict.category == "fault-induced"
+        anomaly = retransmission_anomaly(summary, verdict) if faulty else None
+        output.anomalies += [anomaly] if anomaly else []
+        events = self.incidents.update(f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns,
+                                       summary.window_end_ns, faulty, max(verdict.rate_z, 1.0) if faulty else 0.0,
+                                       "network", [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
+        output.alerts += [_as_host_alert(alert_record(e, cluster), summary.host, "retransmissions") for e in events]
+        return output
+
+
+def retrans_window(summary: HostWindow) -> RetransWindow:
+    return RetransWindow(summary.host, summary.window_id, summary.retransmits, summary.segments_out,
+                         summary.traffic_burstiness, summary.irq_z, summary.cpu_freq_z, summary.gpu_power_z)
+
+
+def peer_anomaly(summary: HostWindow, finding: PeerDeviation) -> Anomaly:
+    """A host that stays apart from its peers, with the channels that set it apart as evidence."""
+    index = {name: i for i, name in enumerate(summary.names)}
+    evidence = tuple(Evidence(channel, "peer-mean", float(summary.means[index[channel]]), float("nan"),
+                              float("nan"), float(z)) for channel, z in zip(finding.channels, finding.z))
+    top = evidence[0]
+    signature = match_signature([(e.channel, e.feature, e.z) for e in evidence], finding.as_dict())
+    claim = (f"{summary.host}'s {top.channel} is {top.value:.4g}, {abs(top.z):.1f} robust σ from the median of its "
+             f"{finding.peers} peers for {finding.persisted_windows} windows")
+    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
+                   ("peer",), float(max(abs(z) for z in finding.z)), 4.0, subsystem_for(top.channel), claim, evidence,
+                   "deviation from peers", signature.hint if signature else "")
+
+
+def retransmission_anomaly(summary: HostWindow, verdict: RetransVerdict) -> Anomaly:
+    evidence = (Evidence("snmp.Tcp.RetransSegs", "sum", summary.retransmits, float("nan"), float("nan"),
+                         verdict.rate_z),)
+    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
+                   ("retransmissions",), verdict.rate_z, 1.0, "network",
+                   f"fault-induced retransmissions on {summary.host}: {verdict.reason}", evidence,
+                   "fault-induced retransmissions", "check the link and port: errors, optics, switch drops")
+
+
+def retransmission_row(cluster: str, summary: HostWindow, verdict: RetransVerdict) -> list:
+    return [summary.host, cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
+            verdict.category, verdict.reason, summary.retransmits, summary.segments_out, float(verdict.rate_z)]
+
+
+def _as_host_alert(alert: Alert, host: str, kind: str) -> Alert:
+    """Alerts of the cluster stage are tracked per host and concern; published under the host itself."""
+    return Alert(alert.alert_id, host, alert.cluster, alert.state, alert.start_ns, alert.end_ns, alert.severity,
+                 alert.subsystem, alert.summary, alert.hint, kind)
