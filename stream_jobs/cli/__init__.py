@@ -8,9 +8,9 @@ import sys
 
 from schemas.topics import BrokerUnavailable
 from sinks.clickhouse import StorageError
-from stream_jobs.cli import agent, bench, collect, run, sql, worker
+from stream_jobs.cli import agent, bench, collect, detect, run, sql, worker
 
-COMMANDS = (run, agent, worker, collect, sql, bench)
+COMMANDS = (run, agent, worker, collect, detect, sql, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

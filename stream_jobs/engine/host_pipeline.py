@@ -36,6 +36,8 @@ class EngineSettings:
     selection_threshold: float | None = 0.5
     refit_every: int = 300
     baseline_capacity: int = 120
+    explain_all: bool = False
+    baseline_trim: float = 0.0
 
     def __post_init__(self):
         if self.warmup_windows < 10:
@@ -114,6 +116,10 @@ class HostPipeline:
         """Add one frame's values (catalog order); returns verdicts for the windows it completes."""
         return [self._judge(w) for w in self.assembler.push(timestamp_ns, np.asarray(values, dtype=np.float64))]
 
+    def restart_windows(self) -> None:
+        """Start windowing afresh (keeping the baseline), e.g. to judge a recording after learning from another."""
+        self.assembler = WindowAssembler(self.settings.window_s, self.settings.stride_s, self.settings.interval_s)
+
     def restart_baseline(self) -> None:
         """Forget the baseline (a regime change): the next windows are learned as a new one."""
         self.ensemble, self.layout, self.kept, self.selection = None, None, None, None
@@ -138,12 +144,12 @@ class HostPipeline:
         verdict = self.ensemble.judge(features[None, :])[0]
         refitted = self._remember(features, verdict.flagged)
         z = self.ensemble.detectors[0].z(features[None, :])[0]
-        evidence = self._evidence(features, z) if verdict.flagged else ()
-        top = evidence[0] if evidence else None
+        evidence = self._evidence(features, z) if verdict.flagged or self.settings.explain_all else ()
+        top = evidence[0] if evidence and verdict.flagged else None
         return WindowVerdict(
             window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), True, verdict.severity, 1.0,
             verdict.flagged, verdict.flagged_by if verdict.flagged else (),
-            dominant_subsystem(list(evidence), self.subsystem_of) if evidence else "",
+            dominant_subsystem(list(evidence), self.subsystem_of) if top else "",
             claim(top) if top else ("window departs from its baseline" if verdict.flagged else ""), evidence,
             verdict.scores, verdict.thresholds, top.explanation if top else "", refitted, means,
             self._context(signal, window, z))
@@ -166,10 +172,23 @@ class HostPipeline:
         position = {name: i for i, name in enumerate(self.full_layout.names)}
         columns = [position[name] for name in self.layout.names]
         baseline = np.vstack(self._warmup_features)[:, columns]
-        self.ensemble = DetectorEnsemble(standard_detectors(self.settings.seed), self.settings.mode,
-                                         self.settings.min_agreement, self.settings.risk).fit(baseline)
+        self.ensemble = self._new_ensemble().fit(baseline)
+        if self.settings.baseline_trim > 0:
+            baseline = self._trimmed(baseline)
+            self.ensemble = self._new_ensemble().fit(baseline)
         self._recent.extend(baseline.astype(np.float32))
         self._warmup_features, self._warmup_signals = [], []
+
+    def _new_ensemble(self) -> DetectorEnsemble:
+        return DetectorEnsemble(standard_detectors(self.settings.seed), self.settings.mode,
+                                self.settings.min_agreement, self.settings.risk)
+
+    def _trimmed(self, baseline: np.ndarray) -> np.ndarray:
+        """The baseline without its most severe `baseline_trim` share of windows: a baseline that may itself hold
+        anomalies (a run judged against itself) must not learn them as normal."""
+        ranks = self.ensemble.scores(baseline).argsort(axis=0).argsort(axis=0) / max(len(baseline) - 1, 1)
+        most_unusual = ranks.max(axis=1)
+        return baseline[most_unusual <= np.quantile(most_unusual, 1.0 - self.settings.baseline_trim)]
 
     def _set_layout(self) -> None:
         """The feature layout of the kept channels, and where the co-occurring effects sit in it."""

@@ -27,6 +27,9 @@ def baseline_threshold(baseline_scores: np.ndarray, quantile: float = 0.99, marg
     return upper + margin * max(upper - centre, 1e-9)
 
 
+EXTRAPOLATION_LIMIT = 2.0
+
+
 class PotThreshold:
     """Peaks over threshold (SPOT, Siffer et al. KDD 2017): the score a clean window exceeds with probability `risk`.
 
@@ -70,7 +73,10 @@ class PotThreshold:
             extrapolated = float(np.quantile(scores, 1.0 - self.risk))
         else:
             extrapolated = initial + _excess_quantile(shape, scale, tail_risk)
-        self.threshold = max(extrapolated, float(scores.max()))
+        highest, middle = float(scores.max()), float(np.median(scores))
+        # a tail fitted to a few peaks can run away; no threshold sits further past the baseline's maximum than
+        # EXTRAPOLATION_LIMIT times the maximum's own distance from the median
+        self.threshold = min(max(extrapolated, highest), highest + EXTRAPOLATION_LIMIT * (highest - middle))
         self.tail = {"initial": initial, "peaks": int(excesses.size), "baseline_size": int(scores.size),
                      "shape": shape, "scale": scale, "method": method}
         return self.threshold

@@ -61,8 +61,7 @@ class MahalanobisPCADetector:
         self.kept = np.isfinite(self.mean) & (self.spread > SPREAD_FLOOR * np.fmax(1.0, np.abs(self.mean)))
         standardised = self._standardise(baseline)
         axes, variances = _principal_axes(standardised)
-        # a covariance estimated from n windows is trustworthy along at most about n/4 directions
-        self.major_components = min(_components_for(variances, self.variance), max(1, len(baseline) // 4))
+        self.major_components = _components_for(variances, self.variance)
         self.residual_variance = _residual_variance(variances, self.major_components, standardised.shape[1])
         self.components = axes
         self.component_variances = _shrunk_variances(variances, self.major_components, self.residual_variance,
