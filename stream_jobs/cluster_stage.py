@@ -45,7 +45,8 @@ class ClusterStage:
         self._pending: dict[str, dict[int, dict[str, HostWindow]]] = defaultdict(lambda: defaultdict(dict))
         self._latest: dict[str, int] = {}
         self._retrans_history: dict[str, deque] = defaultdict(lambda: deque(maxlen=RETRANS_HISTORY))
-        self.incidents = IncidentTracker()
+        self.incidents = IncidentTracker(open_after=2)
+        self._cluster_of_host: dict[str, str] = {}
         self.windows_compared = 0
         self.late_summaries = 0
 
@@ -56,6 +57,7 @@ class ClusterStage:
             self.late_summaries += 1
             return ClusterOutput()
         self._pending[cluster][summary.window_id][summary.host] = summary
+        self._cluster_of_host[summary.host] = cluster
         self._latest[cluster] = max(self._latest.get(cluster, summary.window_id), summary.window_id)
         ready = sorted(w for w in self._pending[cluster] if w <= self._latest[cluster] - self.lag_windows)
         return self._compare_windows(cluster, ready)
@@ -65,7 +67,8 @@ class ClusterStage:
         output = ClusterOutput()
         for cluster in list(self._pending):
             output.extend(self._compare_windows(cluster, sorted(self._pending[cluster])))
-        output.alerts += [alert_record(e, "") for e in self.incidents.close_all()]
+        output.alerts += [_tracked_alert(e, self._cluster_of_host.get(e.host.split("/")[0], ""))
+                          for e in self.incidents.close_all()]
         return output
 
     def _compare_windows(self, cluster: str, window_ids: list[int]) -> ClusterOutput:
@@ -91,7 +94,7 @@ class ClusterStage:
                                            finding is not None, anomaly.score / anomaly.threshold if anomaly else 0.0,
                                            anomaly.subsystem if anomaly else "",
                                            [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
-            output.alerts += [_as_host_alert(alert_record(e, cluster), host, "peer") for e in events]
+            output.alerts += [_tracked_alert(e, cluster) for e in events]
             output.extend(self._retransmissions(cluster, summary, [summaries[p] for p in hosts if p != host]))
         return output
 
@@ -113,7 +116,7 @@ class ClusterStage:
         events = self.incidents.update(f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns,
                                        summary.window_end_ns, faulty, max(verdict.rate_z, 1.0) if faulty else 0.0,
                                        "network", [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
-        output.alerts += [_as_host_alert(alert_record(e, cluster), summary.host, "retransmissions") for e in events]
+        output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
 
@@ -150,7 +153,10 @@ def retransmission_row(cluster: str, summary: HostWindow, verdict: RetransVerdic
             verdict.category, verdict.reason, summary.retransmits, summary.segments_out, float(verdict.rate_z)]
 
 
-def _as_host_alert(alert: Alert, host: str, kind: str) -> Alert:
-    """Alerts of the cluster stage are tracked per host and concern; published under the host itself."""
-    return Alert(alert.alert_id, host, alert.cluster, alert.state, alert.start_ns, alert.end_ns, alert.severity,
-                 alert.subsystem, alert.summary, alert.hint, kind)
+def _tracked_alert(event, cluster: str) -> Alert:
+    """Incidents of the cluster stage are tracked as 'host/concern'; the alert names the host and the concern."""
+    host, _, concern = event.host.partition("/")
+    alert = alert_record(event, cluster)
+    kind = {"peers": "peer", "retransmissions": "retransmissions"}.get(concern, alert.kind)
+    return Alert(alert.alert_id, host, cluster, alert.state, alert.start_ns, alert.end_ns, alert.severity,
+                 alert.subsystem, alert.summary, alert.hint, kind if alert.kind != "regime" else "regime")

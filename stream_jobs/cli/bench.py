@@ -23,6 +23,14 @@ def register(commands) -> None:
     agent.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
                        help="Kafka broker to publish to (default: 127.0.0.1:9092; infra/kafka/start.sh)")
     agent.set_defaults(handler=handle_agent)
+    engine = benches.add_parser(
+        "engine", help="µs per host-window for each engine stage, and memory per tracked host",
+        description="Warm --hosts pipelines on synthetic hosts of --channels channels (3 s windows at 10 Hz), then "
+                    "time one window through signals and derived metrics, features, each detector and "
+                    "attribution, and report windows per second per core and memory per tracked host.")
+    engine.add_argument("--hosts", type=int, default=4, metavar="N")
+    engine.add_argument("--channels", type=int, default=700, metavar="C")
+    engine.set_defaults(handler=handle_engine)
 
 
 def handle_agent(args) -> int:
@@ -38,4 +46,22 @@ def handle_agent(args) -> int:
     print("\nCPU per read, by source (µs):")
     for source, micros in sorted(result.per_source_cpu_us.items(), key=lambda item: -item[1]):
         print(f"  {source:28s} {micros:8.1f}")
+    return 0
+
+
+def handle_engine(args) -> int:
+    from stream_jobs.engine_bench import GOALS as ENGINE_GOALS, bench_engine
+
+    result = bench_engine(args.hosts, args.channels)
+    print(f"\nengine: {result.hosts} hosts of {result.channels} channels; {result.kept_channels} channels kept by "
+          f"selection, {result.features} features per window")
+    for stage, micros in result.micros.items():
+        print(f"  {stage:34s} {micros:10.0f} µs")
+    total_ms = result.total_ms
+    print(f"{'total_ms_per_host_window':36s} {total_ms:10.2f}  goal ≤ {ENGINE_GOALS['total_ms_per_host_window']:g}"
+          f"  {'ok' if total_ms <= ENGINE_GOALS['total_ms_per_host_window'] else 'MISSED'}")
+    print(f"{'host_windows_per_second_per_core':36s} {1e3 / total_ms:10.0f}")
+    memory_mb = result.memory_bytes_per_host / 2**20
+    print(f"{'memory_mb_per_host':36s} {memory_mb:10.2f}  goal ≤ {ENGINE_GOALS['memory_mb_per_host']:g}"
+          f"  {'ok' if memory_mb <= ENGINE_GOALS['memory_mb_per_host'] else 'MISSED'}")
     return 0

@@ -35,7 +35,7 @@ class EngineSettings:
     seed: int = 0
     selection_threshold: float | None = 0.5
     refit_every: int = 300
-    baseline_capacity: int = 120
+    baseline_capacity: int = 60
     explain_all: bool = False
     baseline_trim: float = 0.0
 

@@ -14,6 +14,9 @@ from scipy.stats import genpareto
 # fits instead; a baseline of a few hundred windows or less has its initial threshold lowered to reach this many.
 MIN_PEAKS = 10
 CHI_SQUARED_1_AT_5_PERCENT = 3.841
+# A tail fitted to a few peaks can run away: no threshold sits further past the baseline's maximum than this many
+# times the maximum's own distance from the median.
+EXTRAPOLATION_LIMIT = 2.0
 
 
 def baseline_threshold(baseline_scores: np.ndarray, quantile: float = 0.99, margin: float = 2.0) -> float:
@@ -27,9 +30,6 @@ def baseline_threshold(baseline_scores: np.ndarray, quantile: float = 0.99, marg
     return upper + margin * max(upper - centre, 1e-9)
 
 
-EXTRAPOLATION_LIMIT = 2.0
-
-
 class PotThreshold:
     """Peaks over threshold (SPOT, Siffer et al. KDD 2017): the score a clean window exceeds with probability `risk`.
 
@@ -38,7 +38,8 @@ class PotThreshold:
     window in three hours at a 1 s stride. Where the initial quantile leaves fewer than `MIN_PEAKS` peaks (a baseline
     under 500 scores), it is lowered to leave that many, a third of the baseline at most: a cruder tail, but one
     that extrapolates. The threshold is never below the baseline's maximum, which is all that a tiny baseline
-    (under 6 scores) or one whose peaks are identical yields.
+    (under 6 scores) or one whose peaks are identical yields, nor more than `EXTRAPOLATION_LIMIT` times the
+    maximum's distance from the median beyond it.
 
     >>> scores = np.random.default_rng(0).exponential(size=3000)
     >>> round(PotThreshold().fit(scores), 1)   # the exact exponential quantile is −ln(1e-4) ≈ 9.2
@@ -74,8 +75,6 @@ class PotThreshold:
         else:
             extrapolated = initial + _excess_quantile(shape, scale, tail_risk)
         highest, middle = float(scores.max()), float(np.median(scores))
-        # a tail fitted to a few peaks can run away; no threshold sits further past the baseline's maximum than
-        # EXTRAPOLATION_LIMIT times the maximum's own distance from the median
         self.threshold = min(max(extrapolated, highest), highest + EXTRAPOLATION_LIMIT * (highest - middle))
         self.tail = {"initial": initial, "peaks": int(excesses.size), "baseline_size": int(scores.size),
                      "shape": shape, "scale": scale, "method": method}

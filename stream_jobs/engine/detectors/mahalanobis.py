@@ -61,7 +61,9 @@ class MahalanobisPCADetector:
         self.kept = np.isfinite(self.mean) & (self.spread > SPREAD_FLOOR * np.fmax(1.0, np.abs(self.mean)))
         standardised = self._standardise(baseline)
         axes, variances = _principal_axes(standardised)
-        self.major_components = _components_for(variances, self.variance)
+        # at most n/4 major components: with fewer windows behind each, their variances are mostly sampling noise
+        # and are better pooled with the minor ones (chosen on the same Gaussian baselines as the pull below)
+        self.major_components = min(_components_for(variances, self.variance), max(1, len(baseline) // 4))
         self.residual_variance = _residual_variance(variances, self.major_components, standardised.shape[1])
         self.components = axes
         self.component_variances = _shrunk_variances(variances, self.major_components, self.residual_variance,

@@ -85,6 +85,13 @@ def test_a_tiny_baseline_falls_back_to_its_maximum(count):
     assert pot.fit(baseline) == baseline.max() and pot.tail["method"] == "none"
 
 
+def test_a_runaway_tail_is_held_within_twice_the_maximums_distance_from_the_median():
+    baseline = np.abs(np.random.default_rng(9).standard_cauchy(60))
+    threshold = PotThreshold().fit(baseline)
+    highest, middle = baseline.max(), np.median(baseline)
+    assert highest <= threshold <= highest + 2 * (highest - middle)
+
+
 def test_identical_scores_give_their_value_and_nan_scores_are_ignored():
     assert PotThreshold().fit(np.full(500, 2.5)) == 2.5
     assert PotThreshold().fit(np.array([1.0, np.nan, 3.0])) == 3.0

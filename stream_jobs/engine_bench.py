@@ -1,0 +1,74 @@
+"""Measures the engine per host-window: µs for signals, features, each detector and attribution, windows per second
+per core, and memory per tracked host. Used by `reveal bench engine`; figures are printed, never asserted."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from producers.synthetic import synthetic_catalog, synthetic_frames
+from stream_jobs.engine.channels import ChannelTable
+from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline
+
+GOALS = {"total_ms_per_host_window": 10.0, "memory_mb_per_host": 2.0}
+
+
+@dataclass
+class EngineBenchResult:
+    hosts: int
+    channels: int
+    features: int = 0
+    kept_channels: int = 0
+    micros: dict = field(default_factory=dict)
+    memory_bytes_per_host: float = 0.0
+
+    @property
+    def total_ms(self) -> float:
+        return sum(self.micros.values()) / 1e3
+
+
+def _catalog(channels: int):
+    gauges = int(channels * 0.6)
+    return synthetic_catalog("bench", gauges=gauges, counters=channels - gauges - 1)
+
+
+def _timed(function, repeats: int) -> float:
+    started = time.perf_counter()
+    for _ in range(repeats):
+        function()
+    return (time.perf_counter() - started) / repeats * 1e6
+
+
+def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -> EngineBenchResult:
+    """Warm `hosts` pipelines on synthetic hosts of `channels` channels, then time each stage of one window."""
+    catalog = _catalog(channels)
+    table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
+    settings = EngineSettings(warmup_windows=60)
+    frames = synthetic_frames(catalog, 1_700_000_000_000_000_000, 10 * 70, seed=1)
+    progress(f"warming {hosts} host pipelines of {len(catalog.channels)} channels …")
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    pipelines = [HostPipeline(table, settings) for _ in range(hosts)]
+    for pipeline in pipelines:
+        for frame in frames:
+            pipeline.push(frame.timestamp_ns, frame.values)
+    per_host = (tracemalloc.get_traced_memory()[0] - before) / hosts
+    tracemalloc.stop()
+    pipeline = pipelines[0]
+    window = pipeline.assembler._cut(pipeline.assembler._next_end)
+    result = EngineBenchResult(hosts, len(catalog.channels), len(pipeline.layout.names), int(pipeline.kept.sum()),
+                               memory_bytes_per_host=per_host)
+    seconds = window.timestamps_ns.astype(np.float64) / 1e9
+    signal = pipeline._signal(window)
+    features = pipeline.layout.compute(seconds, signal[:, pipeline.kept])
+    batch = features[None, :]
+    result.micros["signals_and_derived"] = _timed(lambda: pipeline._signal(window), repeats)
+    result.micros["features"] = _timed(lambda: pipeline.layout.compute(seconds, signal[:, pipeline.kept]), repeats)
+    for detector in pipeline.ensemble.detectors:
+        result.micros[f"detector_{detector.name}"] = _timed(lambda d=detector: d.score(batch), repeats)
+    z = pipeline.ensemble.detectors[0].z(batch)[0]
+    result.micros["attribution"] = _timed(lambda: pipeline._evidence(features, z), repeats)
+    return result

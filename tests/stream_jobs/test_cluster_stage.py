@@ -1,0 +1,70 @@
+"""The cluster stage over host-window summaries made by the real host stage."""
+
+import json
+
+from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
+from stream_jobs.cluster_stage import ClusterStage
+from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.host_stage import HostStage
+
+T0 = 1_700_000_000_000_000_000
+
+
+def run_cluster(hosts: int, misconfigured: str | None, frames: int = 600):
+    """Hosts of one cluster; the misconfigured one reports 1.5× the memory of its peers (a static channel)."""
+    host_stage, cluster_stage = HostStage(EngineSettings(warmup_windows=20)), ClusterStage()
+    streams = []
+    for index in range(hosts):
+        catalog = synthetic_catalog(f"h{index}", cluster="train-a")
+        host_stage.on_catalog(catalog)
+        stream = synthetic_frames(catalog, T0, frames, seed=index)
+        if catalog.host == misconfigured:
+            column = catalog.names.index("mem.MemTotal")
+            for frame in stream:
+                frame.values[column] *= 1.5
+        streams.append(stream)
+    anomalies, alerts = [], []
+    for step in range(frames):
+        for stream in streams:
+            for summary in host_stage.on_frame(stream[step]).host_windows:
+                output = cluster_stage.on_host_window(summary)
+                anomalies += output.anomalies
+                alerts += output.alerts
+    final = cluster_stage.flush()
+    return anomalies + final.anomalies, alerts + final.alerts
+
+
+def test_a_host_apart_from_its_peers_is_an_anomaly_with_an_alert():
+    anomalies, alerts = run_cluster(4, "h2")
+    assert anomalies and {a.host for a in anomalies} == {"h2"}
+    assert all(a.detectors == ("peer",) and a.evidence[0].channel == "mem.MemTotal" for a in anomalies)
+    states = [a.state for a in alerts if a.host == "h2" and a.kind == "peer"]
+    assert states[0] == "open" and states[-1] == "closed"
+
+
+def test_identical_hosts_raise_no_peer_anomaly():
+    anomalies, alerts = run_cluster(4, None)
+    assert anomalies == [] and alerts == []
+
+
+def test_a_single_host_has_no_peers_to_compare_with():
+    anomalies, _ = run_cluster(1, None, frames=300)
+    assert anomalies == []
+
+
+def test_host_stage_restores_a_saved_baseline_instead_of_learning_again():
+    catalog = synthetic_catalog("restart-host")
+    frames = synthetic_frames(catalog, T0, 900, seed=7, steps=(StepChange("cpu.busy.cpu1", 70.0, 25.0),))
+    first = HostStage(EngineSettings(warmup_windows=30))
+    first.on_catalog(catalog)
+    saved = []
+    for frame in frames[:450]:
+        saved += first.on_frame(frame).baseline_rows
+    assert saved, "the learned baseline is handed out for storage"
+    state = json.loads(saved[-1][4])
+    second = HostStage(EngineSettings(warmup_windows=30), baseline_loader=lambda host, version: state)
+    second.on_catalog(catalog)
+    verdicts = [v for frame in frames[450:] for v in second.on_frame(frame).verdicts]
+    assert second.counters.baselines_restored == 1
+    assert all(v.baseline_ready for v in verdicts), "a restored worker judges from its first window"
+    assert any(v.anomalous for v in verdicts)
