@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from producers.agent import Agent, AgentSettings
+from producers.sampler import TickStats
 from producers.publisher import KafkaFramePublisher
 from schemas.records import Catalog, Frame
 from schemas.topics import TopicNames, ensure_topics
 
+WARMUP_S = 10.0
 GOALS = {"cpu_percent_of_core": 0.5, "cpu_us_per_channel_sample": 1.0, "jitter_p99_ms": 5.0,
          "wire_bytes_per_channel_sample": 1.5, "rest_bytes_per_channel_sample": 1.0}
 
@@ -74,7 +76,10 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     publisher = _KeepingPublisher(bootstrap, topics=names, extra_config={
         "statistics.interval.ms": 1000, "stats_cb": lambda text: stats.append(json.loads(text))})
     agent = Agent(AgentSettings(interval_s=interval_s), publisher)
-    agent.sample_once()  # warm: files opened, layouts cached, catalog announced
+    progress(f"warming up for {WARMUP_S:g} s (files opened, layouts cached, heap grown), not measured …")
+    warm_until = time.monotonic() + WARMUP_S
+    agent.run(lambda: time.monotonic() >= warm_until)
+    agent.stats = TickStats()
     progress(f"sampling {len(agent.registry.catalog.channels)} channels every {interval_s} s for {duration_s:g} s …")
     wall, cpu, thread_cpu = time.perf_counter(), time.process_time(), time.thread_time()
     deadline = time.monotonic() + duration_s

@@ -96,6 +96,8 @@ class HostStage:
         return StageOutput(alerts=[alert_record(e, self._cluster_of(e.host)) for e in self.incidents.close_all()])
 
     def _outputs(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> StageOutput:
+        if verdict.baseline_changed:
+            self._report_baseline(catalog.host, pipeline)
         anomaly = anomaly_record(catalog, verdict) if verdict.anomalous else None
         events = self._regime_events(catalog, pipeline, verdict)
         events += self.incidents.update(catalog.host, verdict.window_id, verdict.start_ns, verdict.end_ns,
@@ -104,6 +106,13 @@ class HostStage:
                            [alert_record(e, catalog.cluster) for e in events],
                            [host_window(catalog, pipeline, verdict)] if verdict.channel_means is not None else [],
                            [baseline_row(catalog, pipeline, verdict)] if verdict.baseline_changed else [], [verdict])
+
+    @staticmethod
+    def _report_baseline(host: str, pipeline: HostPipeline) -> None:
+        kept = int(pipeline.kept.sum()) if pipeline.kept is not None else 0
+        saved = 1 - kept / max(len(pipeline.signal_names), 1)
+        log.info("%s: baseline learned; selection keeps %d of %d channels (%.0f%% fewer), %d features per window",
+                 host, kept, len(pipeline.signal_names), 100 * saved, len(pipeline.layout.names))
 
     def _regime_events(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list[AlertEvent]:
         """A workload that starts or stops is one notice and a fresh baseline, not a storm of anomalies."""

@@ -10,6 +10,8 @@ import pytest
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import DEADLETTER_CODEC, decode_anomaly, encode_catalog, encode_frame
 from schemas.topics import TopicNames, ensure_topics
+from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.host_stage import HostStage
 from tests.integration.kafka_io import publish, read_topic
 
 pytestmark = pytest.mark.integration
@@ -28,6 +30,13 @@ def sql(dsn: str, query: str) -> list[dict]:
     result = reveal("sql", "--clickhouse", dsn, "--format", "jsonl", query, timeout=60)
     assert result.returncode == 0, result.stderr
     return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def replayed_anomalies(catalog, frames) -> set[int]:
+    """The anomalous windows of the same frames through the host stage in this process."""
+    stage = HostStage(EngineSettings(warmup_windows=60))
+    stage.on_catalog(catalog)
+    return {a.window_id for frame in frames for a in stage.on_frame(frame).anomalies}
 
 
 def test_step_change_reaches_clickhouse_as_an_anomaly_and_bad_record_is_dead_lettered(
@@ -60,6 +69,9 @@ def test_step_change_reaches_clickhouse_as_an_anomaly_and_bad_record_is_dead_let
                                   f"WHERE start >= fromUnixTimestamp64Nano({step_ns})")[0]["n"]
     assert len(stepped) >= 0.9 * windows_after_step
     assert all(row["top"] == "cpu.busy.cpu5" for row in stepped)
+
+    live = {row["window_id"] for row in sql(dsn, "SELECT window_id FROM anomalies WHERE has(detectors, 'peer') = 0")}
+    assert live == replayed_anomalies(catalog, frames), "the worker on Kafka judges as the engine does in-process"
 
     published = [decode_anomaly(m.value()) for m in read_topic(kafka_bootstrap, names.anomalies, counts["anomalies"])]
     assert len(published) == counts["anomalies"] and {a.host for a in published} == {"replay-host"}
