@@ -10,6 +10,8 @@ import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
+from functools import lru_cache
+
 import numpy as np
 
 FEATURES = ("mean", "std", "min", "max", "slope")
@@ -114,8 +116,12 @@ class FeatureLayout:
         return np.concatenate([dynamic.ravel(), events.ravel()])
 
 
+@lru_cache(maxsize=256)
 def feature_layout(names: tuple[str, ...], kinds: tuple[str, ...]) -> FeatureLayout:
-    """The layout for the given channel kinds: gauge, counter, derived → dynamic; event → event; static → none."""
+    """The layout for the given channel kinds: gauge, counter, derived → dynamic; event → event; static → none.
+
+    Layouts are immutable and cached, so hosts with the same catalog share one (and its thousands of feature names).
+    """
     if len(names) != len(kinds):
         raise ValueError(f"{len(names)} names but {len(kinds)} kinds; expected one kind per channel")
     unknown = sorted(set(kinds) - set(DYNAMIC_KINDS + EVENT_KINDS + STATIC_KINDS))

@@ -35,7 +35,8 @@ class EngineSettings:
     seed: int = 0
     selection_threshold: float | None = 0.5
     refit_every: int = 300
-    baseline_capacity: int = 60
+    baseline_capacity: int = 32
+    baseline_stride: int = 5
     explain_all: bool = False
     baseline_trim: float = 0.0
 
@@ -176,7 +177,7 @@ class HostPipeline:
         if self.settings.baseline_trim > 0:
             baseline = self._trimmed(baseline)
             self.ensemble = self._new_ensemble().fit(baseline)
-        self._recent.extend(baseline.astype(np.float32))
+        self._recent.extend(baseline[::self.settings.baseline_stride].astype(np.float32))
         self._warmup_features, self._warmup_signals = [], []
 
     def _new_ensemble(self) -> DetectorEnsemble:
@@ -205,10 +206,10 @@ class HostPipeline:
 
     def _remember(self, features: np.ndarray, flagged: bool) -> bool:
         """Keep unflagged windows for the rolling baseline; refit on them every `refit_every` windows."""
-        if not flagged:
-            self._recent.append(features.astype(np.float32))
+        if not flagged and self.windows_seen % self.settings.baseline_stride == 0:
+            self._recent.append(features.astype(np.float32))  # every few windows: a longer span in less memory
         due = self.windows_seen % self.settings.refit_every == 0
-        if due and len(self._recent) >= self.settings.warmup_windows:
+        if due and len(self._recent) >= min(self.settings.warmup_windows, self._recent.maxlen):
             self.ensemble.refit(np.asarray(self._recent, dtype=np.float64))
             return True
         return False

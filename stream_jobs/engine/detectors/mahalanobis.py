@@ -65,7 +65,9 @@ class MahalanobisPCADetector:
         # and are better pooled with the minor ones (chosen on the same Gaussian baselines as the pull below)
         self.major_components = min(_components_for(variances, self.variance), max(1, len(baseline) // 4))
         self.residual_variance = _residual_variance(variances, self.major_components, standardised.shape[1])
-        self.components = axes.astype(np.float32)  # half the memory per tracked host; scores barely move
+        # float16 axes (unit vectors, ~1e-3 relative precision) keep a tracked host's detector small; they are
+        # widened to float32 for each scoring
+        self.components = axes.astype(np.float16)
         self.component_variances = _shrunk_variances(variances, self.major_components, self.residual_variance,
                                                       standardised.shape[1] / max(len(standardised), 1))
         return self
@@ -95,9 +97,10 @@ class MahalanobisPCADetector:
 
     def _whiten(self, standardised: np.ndarray) -> np.ndarray:
         """Symmetric whitening: each component divided by its spread, the rest by the noise spread, rotated back."""
-        projected = standardised @ self.components.T
-        residual = standardised - projected @ self.components
-        in_subspace = (projected / np.sqrt(self.component_variances)) @ self.components
+        components = self.components.astype(np.float32)
+        projected = standardised @ components.T
+        residual = standardised - projected @ components
+        in_subspace = (projected / np.sqrt(self.component_variances)) @ components
         return in_subspace + residual / np.sqrt(self.residual_variance)
 
     def state(self) -> dict:
