@@ -309,15 +309,16 @@ def test_attr_struct_has_the_kernel_layout():
     assert PERF_FLAG_FD_CLOEXEC == 8
 
 
-def skip_if_refused_by_policy(error: OSError) -> None:
-    """Skip only for the documented refusals (paranoid level, seccomp); anything else is a broken syscall path."""
+def refused_by_policy(error: OSError) -> bool:
+    """True for the documented refusals (paranoid level, seccomp), which end the test there; anything else is a
+    broken syscall path and fails it."""
     if error.errno not in (errno.EACCES, errno.EPERM):
         raise error
     paranoid = open("/proc/sys/kernel/perf_event_paranoid").read().strip()
     reason = (f"the kernel refuses CPU-wide perf events to this process ({errno.errorcode[error.errno]}; "
               f"perf_event_paranoid is {paranoid}, uid {os.geteuid()}; a seccomp profile gives EPERM): {error}")
     print(reason)
-    pytest.skip(reason)
+    return True
 
 
 def busy_work(seconds: float = 0.05) -> None:
@@ -331,7 +332,8 @@ def test_real_cpu_clock_on_cpu0_grows_between_reads():
     try:
         first = perf.collect()
     except OSError as error:
-        skip_if_refused_by_policy(error)
+        assert refused_by_policy(error)
+        return
     try:
         busy_work()
         second = perf.collect()
@@ -347,7 +349,8 @@ def test_real_collector_reports_pmu_or_software_channels_with_the_fallback():
     try:
         first = perf.read()
     except OSError as error:
-        skip_if_refused_by_policy(error)
+        assert refused_by_policy(error)
+        return
     try:
         busy_work()
         second = perf.read()
@@ -364,7 +367,8 @@ def test_real_opener_reads_value_enabled_and_running_times():
     try:
         fd = opener.open(SOFTWARE_EVENTS[1], 0)  # context-switches on cpu0
     except OSError as error:
-        skip_if_refused_by_policy(error)
+        assert refused_by_policy(error)
+        return
     try:
         time.sleep(0.01)
         value, enabled, running = opener.read(fd)
@@ -378,4 +382,4 @@ def test_unknown_machine_is_a_refusal_that_fails_the_real_tests_rather_than_skip
         PerfEventOpener(machine="sparc64").open(SOFTWARE_EVENTS[0], 0)
     assert raised.value.errno == errno.ENOSYS
     with pytest.raises(OSError):
-        skip_if_refused_by_policy(raised.value)
+        refused_by_policy(raised.value)
