@@ -12,6 +12,7 @@ import faust
 
 from schemas.topics import TopicNames, ensure_topics
 from stream_jobs.cli.options import add_engine_options, add_kafka_options, engine_settings, positive_seconds
+from stream_jobs.catalog_preload import read_catalogs
 from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,10 @@ def handle(args) -> int:
     log.info("worker: %s", settings)
     ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))
     shell = WorkerShell(settings)
+    catalogs = read_catalogs(args.bootstrap, settings.topics.catalog)
+    for catalog in catalogs:
+        shell.stage.on_catalog(catalog)
+    log.info("worker: %d catalogs known before the first frame", len(catalogs))
     app = create_app(settings, shell)
     if args.duration or args.until_idle:
         @app.task
