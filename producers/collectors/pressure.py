@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from producers.collectors.base import Collector, Field, ProcTextCollector, Reading
 
 _SUBSYSTEM = {"cpu": "cpu", "memory": "memory", "io": "storage"}

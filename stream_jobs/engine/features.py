@@ -6,7 +6,6 @@ stationarity statistic; event counters get their total, burst count and largest 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -14,25 +13,12 @@ from functools import lru_cache
 
 import numpy as np
 
-FEATURES = ("mean", "std", "min", "max", "slope")
 DYNAMIC_FEATURES = ("mean", "std", "min", "max", "skew", "kurtosis", "slope", "acf1", "stationarity")
 EVENT_FEATURES = ("sum", "bursts", "max")
 DYNAMIC_KINDS = ("gauge", "counter", "derived")
 EVENT_KINDS = ("event",)
 STATIC_KINDS = ("static",)
 _MIN_SAMPLES_FOR_SHAPE = 3
-
-
-def window_features(timestamps_ns: np.ndarray, signal: np.ndarray) -> np.ndarray:
-    """Features of each channel over one window: (n, c) samples → (c, len(FEATURES)); NaN samples are ignored."""
-    seconds = (timestamps_ns - timestamps_ns[0]).astype(np.float64) / 1e9
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN channel yields NaN features, by design
-        mean = np.nanmean(signal, axis=0)
-        std = np.nanstd(signal, axis=0)
-        low = np.nanmin(signal, axis=0)
-        high = np.nanmax(signal, axis=0)
-    return np.column_stack([mean, std, low, high, _slope(seconds, signal, mean, ~np.isnan(signal))])
 
 
 def dynamic_features(seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
@@ -130,11 +116,6 @@ def feature_layout(names: tuple[str, ...], kinds: tuple[str, ...]) -> FeatureLay
     dynamic = tuple(i for i, kind in enumerate(kinds) if kind in DYNAMIC_KINDS)
     events = tuple(i for i, kind in enumerate(kinds) if kind in EVENT_KINDS)
     return FeatureLayout(tuple(names), dynamic, events)
-
-
-def feature_names(channel_names: tuple[str, ...]) -> list[str]:
-    """Names of `window_features` flattened, channel-major: 'cpu.user.cpu0:mean', …"""
-    return [f"{name}:{feature}" for name in channel_names for feature in FEATURES]
 
 
 def _presence(signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

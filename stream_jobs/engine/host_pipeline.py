@@ -4,7 +4,7 @@ selected channels → detector ensemble → attribution, with a baseline that is
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -266,7 +266,3 @@ def _column_means(signal: np.ndarray) -> np.ndarray:
     counts = np.isfinite(signal).sum(axis=0)
     totals = np.where(np.isfinite(signal), signal, 0.0).sum(axis=0)
     return np.divide(totals, counts, out=np.full(signal.shape[1], np.nan), where=counts > 0)
-
-
-def with_mode(settings: EngineSettings, mode: str) -> EngineSettings:
-    return replace(settings, mode=mode)

@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-import numpy as np
-
 from schemas.records import Catalog, Channel
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowVerdict

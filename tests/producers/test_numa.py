@@ -5,7 +5,6 @@ import math
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 

@@ -6,8 +6,8 @@ import scipy.stats
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from stream_jobs.engine.features import (DYNAMIC_FEATURES, EVENT_FEATURES, FEATURES, dynamic_features,
-                                         event_features, feature_layout, feature_names, window_features)
+from stream_jobs.engine.features import (DYNAMIC_FEATURES, EVENT_FEATURES, dynamic_features,
+                                         event_features, feature_layout)
 
 SECONDS = np.arange(30) * 0.1
 COLUMN = {name: i for i, name in enumerate(DYNAMIC_FEATURES)}
@@ -21,31 +21,6 @@ def random_signal(seed: int = 3, channels: int = 4) -> np.ndarray:
 def direct_acf1(series: np.ndarray) -> float:
     centred = series - series.mean()
     return float(np.dot(centred[:-1], centred[1:]) / np.dot(centred, centred))
-
-
-def test_window_features_match_numpy_reference():
-    timestamps = np.arange(30) * 100_000_000
-    signal = random_signal()
-    features = window_features(timestamps, signal)
-    assert features.shape == (4, len(FEATURES))
-    np.testing.assert_allclose(features[:, 0], signal.mean(axis=0))
-    np.testing.assert_allclose(features[:, 1], signal.std(axis=0))
-    np.testing.assert_allclose(features[:, 2], signal.min(axis=0))
-    np.testing.assert_allclose(features[:, 3], signal.max(axis=0))
-    np.testing.assert_allclose(features[:, 4], [np.polyfit(timestamps / 1e9, signal[:, c], 1)[0] for c in range(4)])
-
-
-def test_window_features_ignore_nan_and_all_nan_channels_give_nan():
-    timestamps = np.arange(5) * 100_000_000
-    signal = np.array([[1.0, np.nan], [2.0, np.nan], [np.nan, np.nan], [4.0, np.nan], [5.0, np.nan]])
-    features = window_features(timestamps, signal)
-    assert features[0, 0] == 3.0 and np.isfinite(features[0, 4])
-    assert np.isnan(features[1]).all()
-
-
-def test_feature_names_are_channel_major():
-    assert feature_names(("a", "b"))[:2] == ["a:mean", "a:std"]
-    assert len(feature_names(("a", "b"))) == 2 * len(FEATURES)
 
 
 def test_dynamic_moments_and_slope_match_numpy():

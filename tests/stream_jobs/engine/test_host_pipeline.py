@@ -3,7 +3,6 @@ import numpy as np
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline
-from stream_jobs.engine.thresholds import baseline_threshold
 
 T0 = 1_700_000_000_000_000_000
 
@@ -46,8 +45,3 @@ def test_replay_equals_live_for_the_same_frames():
     catalog = synthetic_catalog("h")
     frames = synthetic_frames(catalog, T0, 900, seed=4, steps=(StepChange("cpu.busy.cpu1", 70.0, 10.0),))
     assert run(frames, catalog) == run(frames, catalog)
-
-
-def test_threshold_sits_beyond_the_baseline_scores():
-    scores = np.random.default_rng(0).gamma(2.0, 0.3, size=500)
-    assert baseline_threshold(scores) > scores.max() * 0.9

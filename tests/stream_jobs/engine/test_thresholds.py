@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stream_jobs.engine.thresholds as thresholds
-from stream_jobs.engine.thresholds import PotThreshold, TopFractionThreshold, baseline_threshold
+from stream_jobs.engine.thresholds import PotThreshold, TopFractionThreshold
 
 CLEAN_SCORES = {
     "gaussian-ish": lambda rng, count: np.abs(rng.normal(size=(count, 40))).mean(axis=1),  # a z-score detector's
@@ -147,8 +147,3 @@ def test_top_fraction_state_round_trip_continues_the_same_stream():
     restored = TopFractionThreshold.from_state(json.loads(json.dumps(rule.state(), allow_nan=False)))
     for score in np.random.default_rng(6).normal(size=200):
         assert restored.update(score) == rule.update(score)
-
-
-def test_baseline_threshold_sits_beyond_the_baseline_quantile():
-    scores = np.random.default_rng(7).gamma(2.0, 1.0, 1000)
-    assert baseline_threshold(scores) > np.quantile(scores, 0.99)
