@@ -7,9 +7,7 @@ stationarity statistic; event counters get their total, burst count and largest 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
-
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
