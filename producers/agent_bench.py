@@ -4,6 +4,7 @@ rest. Used by `reveal bench agent`; figures are printed, never asserted."""
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 import uuid
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from producers.agent import Agent, AgentSettings
-from producers.sampler import TickStats
+from producers.sampler import TickStats, run_schedule
 from producers.publisher import KafkaFramePublisher
 from schemas.records import Catalog, Frame
 from schemas.topics import TopicNames, ensure_topics
@@ -35,6 +36,8 @@ class AgentBenchResult:
     wire_bytes: float = float("nan")
     rest_bytes: float = float("nan")
     rest_values_bytes: float = float("nan")
+    kernel_floor_cpu_seconds: float = 0.0
+    kernel_floor_files: int = 0
     per_source_cpu_us: dict = field(default_factory=dict)
 
     @property
@@ -48,7 +51,8 @@ class AgentBenchResult:
                 "jitter_p50_ms": self.jitter_p50_ms, "jitter_p99_ms": self.jitter_p99_ms,
                 "wire_bytes_per_channel_sample": self.wire_bytes / max(self.channel_samples, 1),
                 "rest_bytes_per_channel_sample": self.rest_bytes / max(self.channel_samples, 1),
-                "rest_values_bytes_per_channel_sample": self.rest_values_bytes / max(self.channel_samples, 1)}
+                "rest_values_bytes_per_channel_sample": self.rest_values_bytes / max(self.channel_samples, 1),
+                "kernel_floor_percent_of_core": 100 * self.kernel_floor_cpu_seconds / self.seconds}
 
 
 class _KeepingPublisher(KafkaFramePublisher):
@@ -90,6 +94,8 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     result.jitter_p50_ms, result.jitter_p99_ms = float(np.percentile(lags, 50)), float(np.percentile(lags, 99))
     result.ticks_skipped = run_stats.skipped
     result.per_source_cpu_us = {s.collector.source: 1e6 * s.cpu_s / max(s.reads, 1) for s in agent.registry.sources}
+    progress(f"measuring the kernel's floor: the same files read bare on the same schedule for {duration_s:g} s …")
+    result.kernel_floor_files, result.kernel_floor_cpu_seconds = kernel_floor(agent, duration_s)
     agent.close()
     publisher.close()
     time.sleep(1.5)
@@ -97,6 +103,28 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     result.wire_bytes = sum(b["txbytes"] for b in stats[-1]["brokers"].values()) * result.frames / (result.frames + 1)
     result.rest_bytes, result.rest_values_bytes = _bytes_at_rest(publisher.catalog, publisher.kept[1:])
     return result
+
+
+def kernel_floor(agent: Agent, duration_s: float) -> tuple[int, float]:
+    """CPU seconds that merely reading the agent's files costs on the agent's schedule: each file pread once per due
+    tick, nothing parsed or sent. It is what the kernel charges to generate /proc and /sys text, the part of the
+    agent's figure that no parser can remove."""
+    interval = agent.settings.interval_s
+    schedule = [(os.open(path, os.O_RDONLY | os.O_CLOEXEC), source.every_ticks)
+                for source in agent.registry.sources for path in source.collector.files()]
+    try:
+        def tick(index: int, due: float) -> None:
+            for fd, every in schedule:
+                if index % every == 0:
+                    os.pread(fd, 1 << 16, 0)
+
+        deadline = time.monotonic() + duration_s
+        started = time.thread_time()
+        run_schedule(interval, tick, lambda: time.monotonic() >= deadline)
+        return len(schedule), time.thread_time() - started
+    finally:
+        for fd, _ in schedule:
+            os.close(fd)
 
 
 def _bytes_at_rest(catalog: Catalog, frames: list[Frame]) -> tuple[float, float]:

@@ -103,26 +103,25 @@ class KafkaFramePublisher:
         callback = self._on_replayed if replay else self._on_delivery
         while True:
             try:
-                self.producer.produce(record.topic, record.value, key=record.key,
-                                      on_delivery=lambda error, message, r=record: callback(error, message, r))
+                self.producer.produce(record.topic, record.value, key=record.key, on_delivery=callback)
                 break
             except BufferError:
                 self.producer.poll(0.05)  # the local queue is full: let deliveries drain it
         self.stats.sent += 1
         self.producer.poll(0)
 
-    def _on_delivery(self, error: KafkaError | None, message, record: SpooledRecord) -> None:
+    def _on_delivery(self, error: KafkaError | None, message) -> None:
         if error is None:
             self.stats.delivered += 1
             return
         self.stats.failed += 1
         self.stats.last_error = str(error)
-        if self.spool is not None:
-            self._failed.append(record)  # replayed before the spool: it is older than anything spooled since
+        if self.spool is not None:  # replayed before the spool: it is older than anything spooled since
+            self._failed.append(SpooledRecord(message.topic(), message.key(), message.value()))
             self._broker_down.set()
         log.error("delivery to %s failed: %s", message.topic(), error)
 
-    def _on_replayed(self, error: KafkaError | None, message, record: SpooledRecord) -> None:
+    def _on_replayed(self, error: KafkaError | None, message) -> None:
         if error is None:
             self.stats.delivered += 1
             self.stats.replayed += 1

@@ -12,7 +12,6 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Callable
 
 import numpy as np
@@ -38,7 +37,10 @@ class SourceState:
     every_ticks: int
     budget_s: float
     names: tuple[str, ...] = ()
-    values: list[float] = field(default_factory=list)
+    values: list[float] | np.ndarray = field(default_factory=list)
+    fresh: bool = False
+    start: int = 0
+    end: int = 0
     reads: int = 0
     failures: int = 0
     slowdowns: int = 0
@@ -58,6 +60,7 @@ class CollectorRegistry:
                         for c in collectors if c.available()]
         self._clock = clock
         self._width = 0
+        self._frame = np.empty(0)
         self.catalog = Catalog(host, cluster, (), interval_s, version=1)
 
     @property
@@ -80,8 +83,15 @@ class CollectorRegistry:
                 changed |= self._read_into(source)
         if changed:
             self._rebuild_catalog()
-        return np.fromiter(chain.from_iterable(s.values for s in self.sources), dtype=np.float64,
-                           count=self._width), changed
+            self._frame = np.concatenate([np.asarray(s.values, dtype=np.float64) for s in self.sources]) \
+                if self.sources else np.empty(0)
+        else:
+            frame = self._frame
+            for source in self.sources:
+                if source.fresh:
+                    frame[source.start:source.end] = source.values
+                    source.fresh = False
+        return self._frame.copy(), changed
 
     def close(self) -> None:
         for source in self.sources:
@@ -96,11 +106,10 @@ class CollectorRegistry:
             source.failures += 1
             source.collector._warn_once("read", "%s: read failed (%s); its channels are NaN until it recovers",
                                         source.collector.source, error)
-            source.values = [math.nan] * len(source.names)
+            source.values, source.fresh = [math.nan] * len(source.names), True
             return False
-        values = reading.values.tolist() if isinstance(reading.values, np.ndarray) else reading.values
         changed = reading.names is not source.names and reading.names != source.names
-        source.names, source.values = reading.names, values
+        source.names, source.values, source.fresh = reading.names, reading.values, True
         source.reads += 1
         self._keep_within_budget(source, self._clock() - started)
         return changed
@@ -109,6 +118,7 @@ class CollectorRegistry:
         owner: dict[str, Collector] = {}
         channels: list[Channel] = []
         for source in self.sources:
+            source.start, source.end, source.fresh = len(channels), len(channels) + len(source.names), False
             for name in source.names:
                 previous = owner.setdefault(name, source.collector)
                 if previous is not source.collector:

@@ -20,6 +20,11 @@ import numpy as np
 
 from schemas.records import Channel
 
+try:
+    from producers.collectors import _tokenscan
+except ImportError:  # built by `pip install`; without it the same layouts are read in Python, only slower
+    _tokenscan = None
+
 log = logging.getLogger(__name__)
 
 
@@ -69,6 +74,10 @@ class Collector(ABC):
     def describe(self, name: str) -> Channel:
         return self._channels[name]
 
+    def files(self) -> tuple[Path, ...]:
+        """The kernel files one read goes through, where the source is files (for measuring the kernel's share)."""
+        return ()
+
     def close(self) -> None:
         """Release open files; the collector is not used afterwards."""
 
@@ -101,14 +110,23 @@ class PersistentFile:
         self._fd: int | None = None
         self._size = 4096
 
-    def read(self) -> bytes:
+    @property
+    def size(self) -> int:
+        """The read size that holds the whole file, as far as reads have shown."""
+        return self._size
+
+    def fileno(self) -> int:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        return self._fd
+
+    def read(self) -> bytes:
+        fd = self.fileno()
         try:
-            data = os.pread(self._fd, self._size, 0)
+            data = os.pread(fd, self._size, 0)
             while len(data) >= self._size:  # the file outgrew the buffer: read it again, whole
                 self._size *= 4
-                data = os.pread(self._fd, self._size, 0)
+                data = os.pread(fd, self._size, 0)
         except OSError:
             self.close()
             raise
@@ -141,6 +159,7 @@ class TokenLayout:
     def __init__(self, names: tuple[str, ...], token_count: int, value_positions: list[int],
                  label_positions: list[int], labels: tuple[bytes, ...], scales: list[float] | None, base: int):
         self.names, self.token_count, self.labels, self.scales, self.base = names, token_count, labels, scales, base
+        self.value_positions, self.label_positions = value_positions, label_positions
         self._values = _getter(value_positions)
         self._labels = _getter(label_positions)
         self._count = len(value_positions)
@@ -155,6 +174,42 @@ class TokenLayout:
         if self.scales is not None:
             values = list(map(operator.mul, values, self.scales))
         return _finite_or_nan(values)
+
+
+class ScannedLayout:
+    """A TokenLayout applied by the compiled scanner: one call reads the file, checks the labels and fills the values.
+
+    `values()` returns None when the scanner cannot vouch for the result (labels or token count changed, a value is
+    not a plain number, the file outgrew the buffer); the caller then parses `text()` in Python as before.
+    """
+
+    def __init__(self, layout: TokenLayout, data: bytes, read_size: int):
+        order = np.argsort(layout.value_positions, kind="stable")
+        self.names = layout.names
+        self._wanted = np.asarray(layout.value_positions, dtype=np.int32)[order]
+        self._slots = order.astype(np.int32)
+        self._scales = None if layout.scales is None else np.asarray(layout.scales, dtype=np.float64)[order]
+        self._labels = np.asarray(sorted(layout.label_positions), dtype=np.int32)
+        self._base = layout.base
+        self._out = np.empty(len(self._wanted))
+        self._buffer = bytearray(max(read_size, len(data) + 1))
+        self._buffer[:len(data)] = data
+        _, self._tokens, self._label_hash, _ = self._scan(-1, len(data))
+        self._length = 0
+
+    def values(self, fd: int) -> np.ndarray | None:
+        self._length, tokens, label_hash, ok = self._scan(fd, 0)
+        if ok and tokens == self._tokens and label_hash == self._label_hash:
+            return self._out.copy()
+        return None
+
+    def text(self) -> bytes | None:
+        """The bytes of the last read, unless they filled the buffer (the file may be longer)."""
+        return bytes(self._buffer[:self._length]) if self._length < len(self._buffer) else None
+
+    def _scan(self, fd: int, length: int) -> tuple[int, int, int, int]:
+        return _tokenscan.scan(fd, self._buffer, length, self._wanted, self._slots, self._out, self._scales,
+                               self._labels, self._base)
 
 
 def _finite_or_nan(values: list[float]) -> list[float]:
@@ -195,6 +250,7 @@ class ProcTextCollector(Collector):
         super().__init__(procfs, sysfs)
         self._file = PersistentFile(self._path())
         self._layout: TokenLayout | None = None
+        self._scanned: ScannedLayout | None = None
 
     def _path(self) -> Path:
         return self.procfs / self.relative
@@ -216,7 +272,24 @@ class ProcTextCollector(Collector):
         self._warn_once(f"line:{raw[:24]!r}", "%s: skipped malformed line %r (%s)", self.source, raw, error)
 
     def read(self) -> Reading:
-        data = self._file.read()
+        scanned = self._scanned
+        data = None
+        if scanned is not None:
+            values = scanned.values(self._file.fileno())
+            if values is not None:
+                return Reading(scanned.names, values)
+            data = scanned.text()
+            if data is None:  # the file outgrew the scanner's buffer
+                self._scanned = None
+        if data is None:
+            data = self._file.read()
+        reading = self._parse(data)
+        if self._scanned is None and self._layout is not None and _tokenscan is not None:
+            self._scanned = ScannedLayout(self._layout, data, self._file.size)
+        return reading
+
+    def _parse(self, data: bytes) -> Reading:
+        """The values of the file's text by the cached layout, or by a layout learnt afresh when it no longer fits."""
         tokens = data.split()
         layout = self._layout
         if layout is not None and layout.matches(tokens):
@@ -226,11 +299,15 @@ class ProcTextCollector(Collector):
                 pass  # a malformed value: parse the file afresh below, which skips that line alone
         layout = self._build_layout(data)
         self._layout = layout if layout.names else None  # an empty layout would match any file of that size
+        self._scanned = None
         return Reading(layout.names, layout.values(tokens))
 
     def collect(self) -> dict[str, float]:
         reading = self.read()
         return dict(zip(reading.names, _as_list(reading.values)))
+
+    def files(self) -> tuple[Path, ...]:
+        return (self._file.path,)
 
     def close(self) -> None:
         self._file.close()
@@ -313,6 +390,9 @@ class SysfsFilesCollector(Collector):
     def collect(self) -> dict[str, float]:
         reading = self.read()
         return dict(zip(reading.names, _as_list(reading.values)))
+
+    def files(self) -> tuple[Path, ...]:
+        return tuple(handle.path for _, handle, _ in self._files or ())
 
     def close(self) -> None:
         for _, handle, _ in self._files or ():

@@ -57,8 +57,8 @@ class InterruptsCollector(ProcTextCollector):
         _, names, per_cpu, busiest_rows = self._shape_of
         counts = np.asarray(raw.values[:per_cpu])
         matrix = counts.reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
-        values = matrix.sum(axis=0).tolist() + matrix[busiest_rows].ravel().tolist() + raw.values[per_cpu:]
-        return Reading(names, values)
+        singles = np.asarray(raw.values[per_cpu:], dtype=np.float64)
+        return Reading(names, np.concatenate([matrix.sum(axis=0), matrix[busiest_rows].ravel(), singles]))
 
     def _summary_layout(self, raw: Reading):
         """Names of the summary channels for a raw layout: totals, busiest lines, one-value lines."""

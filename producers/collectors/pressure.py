@@ -50,11 +50,11 @@ class PressureCollector(Collector):
 
     def __init__(self, procfs="/proc", sysfs="/sys"):
         super().__init__(procfs, sysfs)
-        self.files = [PressureFileCollector(r, procfs, sysfs) for r in ("cpu", "memory", "io")]
+        self.resources = [PressureFileCollector(r, procfs, sysfs) for r in ("cpu", "memory", "io")]
         self._joined: tuple[tuple[str, ...], ...] = ()
 
     def read(self) -> Reading:
-        readings = [f.read() for f in self.files]
+        readings = [f.read() for f in self.resources]
         parts = tuple(r.names for r in readings)
         if parts != self._joined:
             self._joined, self._names = parts, tuple(n for r in readings for n in r.names)
@@ -65,8 +65,11 @@ class PressureCollector(Collector):
         return dict(zip(reading.names, reading.values))
 
     def describe(self, name: str):
-        return next(f.describe(name) for f in self.files if name in f._channels)
+        return next(f.describe(name) for f in self.resources if name in f._channels)
+
+    def files(self):
+        return tuple(path for f in self.resources for path in f.files())
 
     def close(self) -> None:
-        for f in self.files:
+        for f in self.resources:
             f.close()

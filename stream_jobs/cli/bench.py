@@ -17,7 +17,8 @@ def register(commands) -> None:
                     "sampling thread alone), µs of CPU per channel-sample, tick jitter "
                     "p50/p99, bytes per channel-sample on the wire (Kafka, after compression, measured by the "
                     "client's statistics) and at rest (ClickHouse frames table after its codecs, measured in "
-                    "system.parts_columns), and the CPU per read of each source.")
+                    "system.parts_columns), the CPU per read of each source, and the kernel's floor: the CPU that "
+                    "reading the same files bare on the same schedule costs, which no parser can remove.")
     agent.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S")
     agent.add_argument("--duration", type=positive_seconds, default=30.0, metavar="S")
     agent.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
@@ -43,6 +44,8 @@ def handle_agent(args) -> int:
         goal = GOALS.get(name)
         verdict = "" if goal is None else ("  ok" if value <= goal else "  MISSED")
         print(f"{name:38s} {value:10.3f} {'' if goal is None else f'≤ {goal:g}':>8s}{verdict}")
+    print(f"(kernel floor: {result.kernel_floor_files} files read bare on the agent's schedule; the agent's own "
+          f"work above it is {figures['cpu_percent_of_core'] - figures['kernel_floor_percent_of_core']:.3f} % of a core)")
     print("\nCPU per read, by source (µs):")
     for source, micros in sorted(result.per_source_cpu_us.items(), key=lambda item: -item[1]):
         print(f"  {source:28s} {micros:8.1f}")

@@ -59,14 +59,17 @@ def test_an_unreadable_node_file_costs_only_its_own_channels(tmp_path):
 def test_a_node_file_failing_after_it_was_read_reads_nan(monkeypatch):
     collector = NumaCollector(sysfs=LARGE)
     before = collector.read()
-    read = PersistentFile.read
+    read, fileno = PersistentFile.read, PersistentFile.fileno
 
-    def removed_node(handle):
-        if handle.path.parent.name == "node0" and handle.path.name == "numastat":
-            raise OSError(errno.ENODEV, "No such device")
-        return read(handle)
+    def removed_node(original):
+        def failing(handle):
+            if handle.path.parent.name == "node0" and handle.path.name == "numastat":
+                raise OSError(errno.ENODEV, "No such device")
+            return original(handle)
+        return failing
 
-    monkeypatch.setattr(PersistentFile, "read", removed_node)
+    monkeypatch.setattr(PersistentFile, "read", removed_node(read))
+    monkeypatch.setattr(PersistentFile, "fileno", removed_node(fileno))
     after = collector.read()
     assert after.names is before.names
     nan = {name for name, value in zip(after.names, after.values) if math.isnan(value)}

@@ -2,11 +2,12 @@ import copy
 import math
 import struct
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from schemas.codec import AvroCodec, DecodeError, load_schema
-from schemas.records import (Alert, Anomaly, Catalog, Channel, Evidence, Frame, decode_alert, decode_anomaly,
+from schemas.records import (FRAME_CODEC, Alert, Anomaly, Catalog, Channel, Evidence, Frame, decode_alert, decode_anomaly,
                              decode_catalog, decode_frame, encode_alert, encode_anomaly, encode_catalog, encode_frame)
 
 
@@ -115,3 +116,12 @@ def test_corrupted_valid_frames_decode_or_raise_decode_error(position, garbage):
     except DecodeError:
         return
     assert isinstance(frame, Frame)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=20), st.text(max_size=20), st.integers(1, 2**63 - 1), st.integers(0, 2**63 - 1),
+       st.integers(-(2**63), 2**63 - 1), st.lists(st.floats(allow_infinity=False), max_size=50))
+def test_the_hand_written_frame_encoder_writes_what_fastavro_writes(host, cluster, timestamp, sequence, version,
+                                                                     values):
+    frame = Frame(host, cluster, timestamp, sequence, version, np.asarray(values, dtype=np.float64))
+    assert encode_frame(frame) == FRAME_CODEC.encode(frame.to_record())
