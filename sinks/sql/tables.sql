@@ -122,3 +122,31 @@ CREATE TABLE IF NOT EXISTS {db}.retransmissions
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (host, end, window_id);
+
+-- Fault-injection lab: what was injected (ground truth) and how well each run was scored.
+CREATE TABLE IF NOT EXISTS {db}.lab_faults
+(
+    run_id      String,
+    scenario    LowCardinality(String),
+    fault       LowCardinality(String),
+    host        LowCardinality(String),
+    start       DateTime64(9),
+    end         DateTime64(9),
+    subsystem   LowCardinality(String),
+    magnitude   Float64,
+    description String
+)
+ENGINE = ReplacingMergeTree
+ORDER BY (run_id, host, start, fault);
+
+CREATE TABLE IF NOT EXISTS {db}.lab_scores
+(
+    run_id      String,
+    scenario    LowCardinality(String),
+    thresholds  LowCardinality(String),
+    metric      LowCardinality(String),
+    value       Float64,
+    scored_at   DateTime64(3) DEFAULT now64(3)
+)
+ENGINE = ReplacingMergeTree(scored_at)
+ORDER BY (run_id, thresholds, metric);

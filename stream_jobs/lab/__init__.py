@@ -1,0 +1,2 @@
+"""The fault-injection lab: emulated hosts on one machine, ML-like workloads, injected faults with ground truth, and
+the scores of what the pipeline found."""

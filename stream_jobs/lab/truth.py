@@ -1,0 +1,94 @@
+"""Ground truth of a lab run (what was injected, where and when) and what the pipeline reported, as plain records.
+
+A run directory holds `truth.jsonl` (one FaultLabel per line) beside the pipeline's outputs; scoring compares the
+two without knowing how either was produced.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
+
+
+@dataclass(frozen=True)
+class FaultLabel:
+    """One injected fault: kind, host, the interval it was active (ns since the epoch), the subsystem it hits and its
+    magnitude in the fault's own unit (loss fraction, CPU workers, bytes, Mbit/s, …)."""
+
+    fault: str
+    host: str
+    start_ns: int
+    end_ns: int
+    subsystem: str
+    magnitude: float
+    description: str = ""
+
+    def __post_init__(self):
+        if self.end_ns <= self.start_ns:
+            raise ValueError(f"fault {self.fault} on {self.host}: end_ns {self.end_ns} is not after start_ns "
+                             f"{self.start_ns}")
+        if self.subsystem not in SUBSYSTEMS:
+            raise ValueError(f"fault {self.fault}: subsystem {self.subsystem!r} is not one of {SUBSYSTEMS}")
+
+
+@dataclass(frozen=True)
+class ReportedIncident:
+    """One incident the pipeline raised on a host (from its alerts): interval, and subsystems ranked by the
+    evidence of its anomalous windows, most implicated first."""
+
+    host: str
+    start_ns: int
+    end_ns: int
+    subsystems: tuple[str, ...]
+    severity: float = 0.0
+    kind: str = "anomaly"
+
+
+@dataclass(frozen=True)
+class ReportedWindow:
+    """One judged host-window: its interval and whether it was flagged."""
+
+    host: str
+    start_ns: int
+    end_ns: int
+    flagged: bool
+
+
+@dataclass(frozen=True)
+class RetransmissionVerdict:
+    """The cluster stage's classification of retransmissions in one host-window: 'workload-intrinsic' (part of the
+    job, seen across its hosts), 'fault-induced' (this host alone) or 'none' (no retransmissions to speak of)."""
+
+    host: str
+    start_ns: int
+    end_ns: int
+    category: str
+
+
+@dataclass
+class RunOutputs:
+    """What one pipeline configuration reported for a run."""
+
+    incidents: list[ReportedIncident] = field(default_factory=list)
+    windows: list[ReportedWindow] = field(default_factory=list)
+    retransmissions: list[RetransmissionVerdict] = field(default_factory=list)
+
+
+def write_truth(path: str | Path, labels: list[FaultLabel]) -> None:
+    Path(path).write_text("".join(json.dumps(asdict(label)) + "\n" for label in labels))
+
+
+def read_truth(path: str | Path) -> list[FaultLabel]:
+    """The labels of a truth.jsonl file; a malformed line is an error naming its number."""
+    labels = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            labels.append(FaultLabel(**json.loads(line)))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{path}:{number}: not a fault label ({error})") from error
+    return labels
