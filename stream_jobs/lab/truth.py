@@ -36,12 +36,14 @@ class FaultLabel:
 
 @dataclass(frozen=True)
 class ReportedIncident:
-    """One incident the pipeline raised on a host (from its alerts): interval, and subsystems ranked by the
-    evidence of its anomalous windows, most implicated first."""
+    """One incident the pipeline raised on a host (from its alerts): the interval of its anomalous windows, when it
+    was raised (the end of the window that opened it), and subsystems ranked by the evidence of its windows, most
+    implicated first."""
 
     host: str
     start_ns: int
     end_ns: int
+    opened_ns: int
     subsystems: tuple[str, ...]
     severity: float = 0.0
     kind: str = "anomaly"
