@@ -27,6 +27,23 @@ class FrameSink(Protocol):
     def on_frame(self, frame: Frame) -> None: ...
 
 
+class FanOutSink:
+    """Hands every catalog and frame to several sinks in turn: publish to Kafka and record to a file at once.
+    The first sink's health is the agent's."""
+
+    def __init__(self, *sinks: FrameSink):
+        self.sinks = sinks
+        self.health = getattr(sinks[0], "health", dict)
+
+    def on_catalog(self, catalog: Catalog) -> None:
+        for sink in self.sinks:
+            sink.on_catalog(catalog)
+
+    def on_frame(self, frame: Frame) -> None:
+        for sink in self.sinks:
+            sink.on_frame(frame)
+
+
 @dataclass(frozen=True)
 class AgentSettings:
     host: str = socket.gethostname()
@@ -36,6 +53,8 @@ class AgentSettings:
     sysfs: str = "/sys"
     source_intervals: tuple[tuple[str, float], ...] = ()
     cgroup_parent: str = ""
+    source_groups: tuple[str, ...] = ()
+    net_procfs: str = ""
 
     def __post_init__(self):
         if not 0.005 <= self.interval_s <= 60:
@@ -72,8 +91,8 @@ class Agent:
         self.sink = sink
         self.sequence = 0
         self.stats = TickStats()
-        sources = collectors if collectors is not None else default_collectors(settings.procfs, settings.sysfs,
-                                                                                   settings.cgroup_parent)
+        sources = collectors if collectors is not None else default_collectors(
+            settings.procfs, settings.sysfs, settings.cgroup_parent, settings.source_groups, settings.net_procfs)
         health = AgentHealthCollector(self._tick_health, getattr(sink, "health", dict))
         self.registry = CollectorRegistry([*sources, health], settings.host, settings.cluster, settings.interval_s,
                                           dict(settings.source_intervals))

@@ -8,9 +8,10 @@ import sys
 
 from schemas.topics import BrokerUnavailable
 from sinks.clickhouse import StorageError
-from stream_jobs.cli import agent, bench, collect, detect, run, sql, worker
+from stream_jobs.lab.hosts import LabError
+from stream_jobs.cli import agent, bench, collect, detect, report, run, sql, worker, lab
 
-COMMANDS = (run, agent, worker, collect, detect, sql, bench)
+COMMANDS = (run, agent, worker, collect, detect, sql, report, bench, lab)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     try:
         return args.handler(args) or 0
-    except (CommandError, BrokerUnavailable, StorageError, ValueError) as error:
+    except (CommandError, BrokerUnavailable, StorageError, LabError, ValueError) as error:
         print(f"reveal {args.command}: {error}", file=sys.stderr)
         return 2
 

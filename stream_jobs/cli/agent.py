@@ -6,7 +6,8 @@ import logging
 
 from pathlib import Path
 
-from producers.agent import Agent
+from producers.agent import Agent, FanOutSink
+from producers.recording import RecordingWriter
 from producers.publisher import KafkaFramePublisher
 from schemas.topics import TopicNames, ensure_topics
 from stream_jobs.cli.options import StopFlag, add_agent_options, add_kafka_options, agent_settings, positive_seconds
@@ -29,6 +30,8 @@ def register(commands) -> None:
     parser.add_argument("--spool-max-mb", type=int, default=256, metavar="MB",
                         help="spool size limit; beyond it the oldest frames are dropped and counted (default: 256)")
     parser.add_argument("--no-spool", action="store_true", help="keep frames only in the Kafka client's memory")
+    parser.add_argument("--record", default=None, metavar="FILE.avro",
+                        help="also record every frame and catalog to this Avro file, as 'reveal collect' does")
     parser.set_defaults(handler=handle)
 
 
@@ -39,9 +42,14 @@ def handle(args) -> int:
     ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))
     publisher = KafkaFramePublisher(args.bootstrap, topics=TopicNames(args.topic_prefix), spool_dir=spool_dir,
                                     spool_max_bytes=args.spool_max_mb << 20)
-    agent = Agent(settings, publisher)
-    stats = agent.run(StopFlag(args.duration))
-    agent.close()
+    recording = RecordingWriter(args.record) if args.record else None
+    agent = Agent(settings, FanOutSink(publisher, recording) if recording else publisher)
+    try:
+        stats = agent.run(StopFlag(args.duration))
+    finally:
+        agent.close()
+        if recording is not None:
+            recording.close()
     undelivered = publisher.close()
     log.info("agent stopped: %d frames sampled, %d delivered, %d failed, %d undelivered, %d ticks skipped",
              stats.ticks, publisher.stats.delivered, publisher.stats.failed, undelivered, stats.skipped)

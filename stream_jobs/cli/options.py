@@ -7,6 +7,8 @@ import signal
 import threading
 import time
 
+from producers.sources import SOURCE_GROUPS, validate_groups
+
 DEFAULT_DATA_DIR = "./reveal-data"
 
 
@@ -32,6 +34,14 @@ def source_interval(text: str) -> tuple[str, float]:
     return source, positive_seconds(seconds)
 
 
+def source_groups(text: str) -> tuple[str, ...]:
+    """'network,cgroups' → ('network', 'cgroups'), each a known group of sources."""
+    try:
+        return validate_groups(tuple(part.strip() for part in text.split(",") if part.strip()))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
     """How this host is sampled: its names, the interval, the roots read, and per-source intervals."""
     parser.add_argument("--host", default=None, help="host name to report (default: this machine's name)")
@@ -46,6 +56,11 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-interval", type=source_interval, action="append", default=[],
                         metavar="SOURCE=S", help="read one source at its own interval, e.g. /proc/vmstat=1 "
                                                  "(repeatable; sources are named in the agent's start-up log)")
+    parser.add_argument("--sources", type=source_groups, default=(), metavar="GROUP,…",
+                        help="read only these groups of sources: " + ", ".join(SOURCE_GROUPS) + " (default: all)")
+    parser.add_argument("--net-procfs", default="", metavar="DIR",
+                        help="root for the network sources, e.g. /proc/PID to report the network namespace of "
+                             "process PID (default: --procfs)")
 
 
 def agent_settings(args):
@@ -54,7 +69,8 @@ def agent_settings(args):
 
     return AgentSettings(**({"host": args.host} if args.host else {}), cluster=args.cluster,
                          interval_s=args.interval, procfs=args.procfs, sysfs=args.sysfs,
-                         source_intervals=tuple(args.source_interval), cgroup_parent=args.cgroup_parent)
+                         source_intervals=tuple(args.source_interval), cgroup_parent=args.cgroup_parent,
+                         source_groups=args.sources, net_procfs=args.net_procfs)
 
 
 def add_kafka_options(parser: argparse.ArgumentParser) -> None:

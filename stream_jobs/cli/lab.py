@@ -1,0 +1,161 @@
+"""`reveal lab …`: fault-injection experiments with ground truth on this machine, and their scores."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from stream_jobs.lab.scenario import SUITES_DIR, Scenario, load_scenario, suite_scenarios
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "lab", help="fault-injection experiments: emulated hosts, injected faults, scores",
+        description="Turn this machine into a small cluster (one network namespace and cgroup per host), run ML-like "
+                    "workloads on it, inject known faults, record every host's telemetry with its agent, run the "
+                    "engine over it and score what it found against the ground truth. Needs root, iproute2 and "
+                    "nftables.")
+    labs = parser.add_subparsers(dest="lab", required=True, metavar="ACTION")
+    run = labs.add_parser("run", help="run a suite or scenario files, then score them",
+                          description="Run each scenario (its hosts, workloads and faults), replay its telemetry "
+                                      "through the engine with calibrated and paper thresholds and three window "
+                                      "settings, store everything in RUN/clickhouse, and print the scores per run and "
+                                      "for the whole set. Built-in suites: " + ", ".join(_suites()) + ".")
+    source = run.add_mutually_exclusive_group(required=True)
+    source.add_argument("--suite", choices=_suites(), help="a built-in suite of scenarios")
+    source.add_argument("--scenario", nargs="+", metavar="FILE.toml", help="scenario files to run")
+    run.add_argument("--embedded", action="store_true",
+                     help="no broker: agents record, and the lab replays the recordings through the same engine "
+                          "(default: agents → Kafka → Faust worker → ClickHouse)")
+    run.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
+                     help="Kafka broker of the real path (default: 127.0.0.1:9092; infra/kafka/start.sh)")
+    run.add_argument("--out", default=None, metavar="DIR",
+                     help="where run directories go (default: ./lab-runs/<suite>-<time>)")
+    run.add_argument("--f1-floor", type=float, default=None, metavar="F",
+                     help="exit 1 when the set's event F1 with calibrated thresholds falls below F")
+    run.set_defaults(handler=handle_run)
+    score = labs.add_parser("score", help="score finished runs and print their combined table",
+                            description="Print the scores of each run directory and of all of them together "
+                                        "(counts summed over runs), scoring any run not scored yet.")
+    score.add_argument("runs", nargs="+", metavar="RUN")
+    score.set_defaults(handler=handle_score)
+    ingest = labs.add_parser("ingest", help="replay, store and score one run directory",
+                             description="Replay RUN/telemetry through the engine, store frames, outputs, ground "
+                                         "truth and scores in RUN/clickhouse and write RUN/scores.json.")
+    ingest.add_argument("run", metavar="RUN")
+    ingest.set_defaults(handler=handle_ingest)
+    labs.add_parser("list", help="the built-in suites and their scenarios").set_defaults(handler=handle_list)
+    labs.add_parser("clean", help="remove hosts, rules and cgroups an interrupted run left behind").set_defaults(
+        handler=handle_clean)
+
+
+def handle_run(args) -> int:
+    from stream_jobs.lab.runner import PipelineChoice, run_scenario
+
+    pipeline = PipelineChoice("" if args.embedded else args.bootstrap)
+    if not pipeline.embedded:
+        _check_broker(args.bootstrap)
+    scenarios = suite_scenarios(args.suite) if args.suite else [load_scenario(p) for p in args.scenario]
+    out = Path(args.out or f"lab-runs/{args.suite or 'scenarios'}-{time.strftime('%Y%m%d-%H%M%S')}")
+    total = sum(s.duration_s for s in scenarios)
+    _say(f"lab: {len(scenarios)} scenarios, about {total / 60:.1f} minutes of runs, "
+         f"{'embedded' if pipeline.embedded else 'through Kafka at ' + args.bootstrap}; results in {out}")
+    run_dirs = []
+    for number, scenario in enumerate(scenarios, start=1):
+        run_dir = run_scenario(scenario, out / f"{number:02d}-{scenario.name}", pipeline, progress=_say)
+        _ingest_in_child(run_dir)
+        run_dirs.append(run_dir)
+    f1 = _print_scores(run_dirs, title=f"suite {args.suite}" if args.suite else "scenarios")
+    if args.f1_floor is not None:
+        verdict = "holds" if f1 >= args.f1_floor else "is BELOW"
+        _say(f"lab: event F1 (calibrated) {f1:.3f} {verdict} the floor {args.f1_floor:g}")
+        return 0 if f1 >= args.f1_floor else 1
+    return 0
+
+
+def handle_score(args) -> int:
+    run_dirs = [Path(run) for run in args.runs]
+    for run_dir in run_dirs:
+        if not (run_dir / "run.json").is_file():
+            raise ValueError(f"{run_dir} is not a lab run directory (no run.json)")
+        if not (run_dir / "scores.json").is_file():
+            _ingest_in_child(run_dir)
+    _print_scores(run_dirs, title="runs")
+    return 0
+
+
+def handle_ingest(args) -> int:
+    from stream_jobs.lab.ingest import ingest_run
+
+    run_dir = Path(args.run)
+    if not (run_dir / "run.json").is_file():
+        raise ValueError(f"{run_dir} is not a lab run directory (no run.json)")
+    ingest_run(run_dir, progress=_say)
+    return 0
+
+
+def handle_list(args) -> int:
+    for suite in _suites():
+        print(f"{suite}:")
+        for scenario in suite_scenarios(suite):
+            print(f"  {scenario.name:24s} {len(scenario.hosts)} hosts, {scenario.duration_s:>5.0f} s, "
+                  f"{_fault_summary(scenario)}")
+    return 0
+
+
+def handle_clean(args) -> int:
+    from stream_jobs.lab.hosts import LabLock, remove_leftovers
+
+    with LabLock():
+        removed = remove_leftovers()
+    print("\n".join(removed) if removed else "nothing to remove")
+    return 0
+
+
+def _print_scores(run_dirs: list[Path], title: str) -> float:
+    """Each run's table, then the set's (counts summed); returns the set's calibrated event F1."""
+    from stream_jobs.lab.ingest import load_run_scores
+    from stream_jobs.lab.scoring import combine, score_table
+
+    per_mode: dict[str, list] = {}
+    for run_dir in run_dirs:
+        summary, scores = load_run_scores(run_dir)
+        print(f"\n{summary['scenario']} ({summary['run_id']}):\n{score_table(summary['figures'])}")
+        for mode, score in scores.items():
+            per_mode.setdefault(mode, []).append(score)
+    combined = {mode: combine(scores).figures() for mode, scores in per_mode.items()}
+    print(f"\n{title}: {len(run_dirs)} runs together\n{score_table(combined)}", flush=True)
+    f1 = combined.get("calibrated", {}).get("f1", math.nan)
+    return 0.0 if math.isnan(f1) else f1
+
+
+def _check_broker(bootstrap: str) -> None:
+    from schemas.topics import BrokerUnavailable, ensure_topics
+
+    try:
+        ensure_topics({"bootstrap.servers": bootstrap}, timeout_s=10.0)
+    except BrokerUnavailable as error:
+        raise BrokerUnavailable(f"{error}; start one with infra/kafka/start.sh, or run with --embedded") from None
+
+
+def _ingest_in_child(run_dir: Path) -> None:
+    """Each run's ClickHouse is its own chDB folder, and one process can hold only one: ingest in a child."""
+    done = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "lab", "ingest", str(run_dir)])
+    if done.returncode != 0:
+        raise ValueError(f"ingesting {run_dir} failed (exit {done.returncode}); see the lines above")
+
+
+def _suites() -> list[str]:
+    return sorted(p.name for p in SUITES_DIR.iterdir() if p.is_dir())
+
+
+def _fault_summary(scenario: Scenario) -> str:
+    if scenario.clean:
+        return "clean"
+    return ", ".join(f"{f.kind} {f.magnitude:g} on {f.host}" for f in scenario.faults)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

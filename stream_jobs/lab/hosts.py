@@ -1,0 +1,300 @@
+"""Emulated hosts on one machine: a network namespace on a shared bridge plus a cgroup, per host.
+
+Each host gets its own addresses, interfaces and TCP counters (the namespace) and its own CPU, memory and I/O
+accounting (the cgroup), so an agent that reads the namespace's /proc/PID/net and the host's cgroup sees channels
+that differ between hosts as they would between machines. Everything created is named with the run's tag and
+removed on exit, and `remove_leftovers` clears what an interrupted run left behind.
+
+Needs root, iproute2 and, for packet loss, nftables. Verified on Linux 6.x with cgroup v1 hierarchies (cpu, cpuacct,
+memory, blkio) and on the cgroup v2 unified layout.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+NAME_PREFIX = "rvl"
+CGROUP_TOP = "reveal-lab"
+SUBNET = "10.251.0"
+V1_HIERARCHIES = ("cpu", "cpuacct", "memory", "blkio")
+V2_CONTROLLERS = "+cpu +memory +io"
+
+
+LOCK_FILE = Path("/tmp/reveal-lab.lock")
+
+
+class LabError(RuntimeError):
+    """The lab could not build or drive its hosts; the message names the command and what it said."""
+
+
+class LabLock:
+    """One lab at a time on a machine: two would share the bridge subnet and the cgroup tree."""
+
+    def __enter__(self) -> "LabLock":
+        self._file = open(LOCK_FILE, "w")
+        try:
+            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            raise LabError(f"another lab is running on this machine (it holds {LOCK_FILE})") from None
+        return self
+
+    def __exit__(self, *_) -> None:
+        fcntl.flock(self._file, fcntl.LOCK_UN)
+        self._file.close()
+
+
+def run_command(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run a system command; LabError with its stderr when it fails and `check` is set."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except FileNotFoundError as error:
+        raise LabError(f"{argv[0]} is not installed (the lab needs iproute2 and nftables)") from error
+    if check and done.returncode != 0:
+        raise LabError(f"`{' '.join(argv)}` failed: {done.stderr.strip() or done.stdout.strip()}")
+    return done
+
+
+class LabCgroup:
+    """One host's cgroup: `reveal-lab/<tag>/<host>/job` in every hierarchy the agent reads (v2, or v1's cpu, cpuacct,
+    memory and blkio), so the agent's cgroup collector reports it as the container `job` of parent
+    `reveal-lab/<tag>/<host>`."""
+
+    def __init__(self, parent: str, root: Path = Path("/sys/fs/cgroup")):
+        self.parent = parent
+        self.unified = (root / "cgroup.controllers").exists()
+        bases = [root] if self.unified else [root / h for h in V1_HIERARCHIES if (root / h).is_dir()]
+        if not bases:
+            raise LabError(f"no cgroup hierarchy under {root}")
+        self.directories = [base / parent / "job" for base in bases]
+
+    def create(self) -> None:
+        for directory in self.directories:
+            directory.mkdir(parents=True, exist_ok=True)
+        if self.unified:
+            self._enable_controllers()
+
+    def add(self, pid: int) -> None:
+        """Move a process (and so its future children) into the host."""
+        for directory in self.directories:
+            (directory / "cgroup.procs").write_text(str(pid))
+
+    def write(self, v2_file: str, v2_value: str, v1_file: str, v1_value: str) -> None:
+        """Set a limit in whichever layout this machine has."""
+        name, value = (v2_file, v2_value) if self.unified else (v1_file, v1_value)
+        for directory in self.directories:
+            if (directory / name).exists():
+                (directory / name).write_text(value)
+                return
+        raise LabError(f"no cgroup file {name} under {self.parent}")
+
+    def read(self, v2_file: str, v1_file: str) -> str:
+        name = v2_file if self.unified else v1_file
+        for directory in self.directories:
+            if (directory / name).exists():
+                return (directory / name).read_text().strip()
+        raise LabError(f"no cgroup file {name} under {self.parent}")
+
+    def remove(self) -> None:
+        """Remove the host's groups; the run's and the lab's top groups go with the last host that leaves them."""
+        for directory in self.directories:
+            for path in (directory, directory.parent):
+                _remove_directory(path, shared=False)
+            for path in (directory.parent.parent, directory.parent.parent.parent):
+                _remove_directory(path, shared=True)
+
+    def _enable_controllers(self) -> None:
+        """cgroup v2 hands controllers down level by level: root, reveal-lab, the run, the host."""
+        job = self.directories[0]
+        for level in reversed(range(1, len(Path(self.parent).parts) + 2)):
+            try:
+                (job.parents[level - 1] / "cgroup.subtree_control").write_text(V2_CONTROLLERS)
+            except OSError as error:
+                log.warning("cannot enable %s under %s: %s", V2_CONTROLLERS, job.parents[level - 1], error)
+
+
+@dataclass
+class LabHost:
+    """One emulated host: its name, namespace, address, root-side veth and cgroup."""
+
+    name: str
+    namespace: str
+    address: str
+    veth: str
+    cgroup: LabCgroup
+    holder: subprocess.Popen | None = None
+    processes: list[subprocess.Popen] = field(default_factory=list)
+
+    @property
+    def net_procfs(self) -> str:
+        """/proc/PID of a process inside the namespace: its net/ shows this host's network view."""
+        if self.holder is None:
+            raise LabError(f"host {self.name} is not started")
+        return f"/proc/{self.holder.pid}"
+
+    def spawn(self, argv: list[str], log_path: Path | None = None, in_cgroup: bool = True) -> subprocess.Popen:
+        """Start a process inside this host's namespace (and cgroup); the lab stops it at the end."""
+        output = open(log_path, "ab") if log_path else subprocess.DEVNULL
+        try:
+            process = subprocess.Popen(["ip", "netns", "exec", self.namespace, *argv], stdout=output,
+                                       stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            if log_path:
+                output.close()
+        if in_cgroup:
+            self.cgroup.add(process.pid)
+        self.processes.append(process)
+        return process
+
+    def stop_processes(self, grace_s: float = 5.0) -> None:
+        stop_all(self.processes, grace_s)
+        self.processes.clear()
+
+
+def stop_all(processes: list[subprocess.Popen], grace_s: float = 5.0) -> None:
+    """SIGTERM each process group, then SIGKILL what is still running after the grace period."""
+    for process in processes:
+        _signal_group(process, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _signal_group(process, signal.SIGKILL)
+            process.wait(5)
+
+
+def _signal_group(process: subprocess.Popen, signum: int) -> None:
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+class LabNetwork:
+    """A bridge and N hosts on it, named by the run's tag; a context manager that always cleans up."""
+
+    def __init__(self, tag: str, host_names: list[str], cgroup_root: Path = Path("/sys/fs/cgroup")):
+        if not tag.isalnum() or len(tag) > 6:
+            raise ValueError(f"lab tag {tag!r} must be 1–6 letters or digits (interface names are short)")
+        if os.geteuid() != 0:
+            raise LabError("the lab needs root: it creates network namespaces, bridges and cgroups")
+        self.tag = tag
+        self.bridge = f"{NAME_PREFIX}br{tag}"
+        self.hosts = {name: LabHost(name, f"{NAME_PREFIX}-{tag}-{name}", f"{SUBNET}.{11 + index}",
+                                    f"{NAME_PREFIX}{tag}{index}", LabCgroup(f"{CGROUP_TOP}/{tag}/{name}", cgroup_root))
+                      for index, name in enumerate(host_names)}
+
+    def __enter__(self) -> "LabNetwork":
+        self._lock = LabLock().__enter__()
+        try:
+            self._create()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *_):
+        try:
+            self.remove()
+        finally:
+            self._lock.__exit__()
+
+    def _create(self) -> None:
+        run_command("ip", "link", "add", self.bridge, "type", "bridge")
+        run_command("ip", "addr", "add", f"{SUBNET}.1/24", "dev", self.bridge)
+        run_command("ip", "link", "set", self.bridge, "up")
+        for host in self.hosts.values():
+            run_command("ip", "netns", "add", host.namespace)
+            run_command("ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns",
+                        host.namespace)
+            run_command("ip", "link", "set", host.veth, "master", self.bridge, "up")
+            run_command("ip", "-n", host.namespace, "addr", "add", f"{host.address}/24", "dev", "eth0")
+            run_command("ip", "-n", host.namespace, "link", "set", "eth0", "up")
+            run_command("ip", "-n", host.namespace, "link", "set", "lo", "up")
+            host.cgroup.create()
+            host.holder = host.spawn(["sleep", "infinity"])
+        log.info("lab network %s: %s", self.bridge, ", ".join(f"{h.name}={h.address}" for h in self.hosts.values()))
+
+    def remove(self) -> None:
+        """Stop every process of every host and delete namespaces, bridge and cgroups; safe to call twice."""
+        for host in self.hosts.values():
+            host.stop_processes()
+            host.holder = None
+        for host in self.hosts.values():
+            run_command("ip", "netns", "del", host.namespace, check=False)
+            run_command("ip", "link", "del", host.veth, check=False)
+            host.cgroup.remove()
+        run_command("ip", "link", "del", self.bridge, check=False)
+
+
+def remove_leftovers(tag: str = "", cgroup_root: Path = Path("/sys/fs/cgroup")) -> list[str]:
+    """Delete the lab namespaces, bridges and cgroups an interrupted run left (those of one run's tag, or all);
+    returns what was removed."""
+    removed = []
+    namespaces = run_command("ip", "netns", "list", check=False).stdout.split()
+    prefix = f"{NAME_PREFIX}-{tag}-" if tag else f"{NAME_PREFIX}-"
+    for namespace in [n for n in namespaces if n.startswith(prefix)]:
+        _kill_namespace_processes(namespace)
+        run_command("ip", "netns", "del", namespace, check=False)
+        removed.append(f"namespace {namespace}")
+    links = run_command("ip", "-o", "link", "show", "type", "bridge", check=False).stdout.splitlines()
+    bridge_mark = f" {NAME_PREFIX}br{tag}:" if tag else f" {NAME_PREFIX}br"
+    for bridge in [line.split(":")[1].strip() for line in links if bridge_mark in line]:
+        run_command("ip", "link", "del", bridge, check=False)
+        removed.append(f"bridge {bridge}")
+    hierarchies = [cgroup_root, *(d for d in cgroup_root.iterdir() if d.is_dir() and not d.is_symlink())]
+    for top in [h / CGROUP_TOP / tag if tag else h / CGROUP_TOP for h in hierarchies]:
+        if not top.is_dir():
+            continue
+        for group in sorted(top.rglob("*"), key=lambda p: -len(p.parts)):
+            if group.is_dir():
+                _kill_cgroup_processes(group)
+                _remove_directory(group)
+        _remove_directory(top)
+        if tag:
+            _remove_directory(top.parent, shared=True)
+        removed.append(f"cgroup {top}")
+    return removed
+
+
+def _kill_namespace_processes(namespace: str) -> None:
+    pids = run_command("ip", "netns", "pids", namespace, check=False).stdout.split()
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+def _kill_cgroup_processes(group: Path) -> None:
+    procs = group / "cgroup.procs"
+    if procs.exists():
+        for pid in procs.read_text().split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+
+
+def _remove_directory(path: Path, shared: bool = False) -> None:
+    """rmdir a cgroup; a shared parent that other hosts still use is left without a word."""
+    if not path.exists():
+        return
+    try:
+        path.rmdir()
+    except OSError as error:
+        if not (shared and error.errno in (errno.EBUSY, errno.ENOTEMPTY)):
+            log.warning("cannot remove %s: %s", path, error)

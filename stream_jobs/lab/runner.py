@@ -1,0 +1,210 @@
+"""Runs one lab scenario for real: builds the hosts, starts the workloads and one agent per host, injects the faults
+on schedule, and writes the telemetry and the ground truth into the run's directory.
+
+    RUN/scenario.toml      the scenario as run
+    RUN/run.json           run id, hosts, times, mode
+    RUN/truth.jsonl        one FaultLabel per injected fault, with the times it was really in force
+    RUN/telemetry/H.avro   each host's frames and catalog, as its agent recorded them
+    RUN/logs/              workload and agent output
+
+Hosts, rules and processes are removed when the run ends, fails or is interrupted (SIGINT or SIGTERM).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from stream_jobs.lab.faults import Fault, make_fault
+from sinks.clickhouse import data_dir_dsn
+from stream_jobs.lab.hosts import LabError, LabHost, LabNetwork, stop_all
+from stream_jobs.lab.scenario import Scenario
+from stream_jobs.lab.truth import FaultLabel, write_truth
+
+log = logging.getLogger(__name__)
+
+WORKLOAD_SETTLE_S = 8.0
+TRAIN_PORT = 29500
+INFER_PORT = 29600
+AGENT_SOURCES = "network,cgroups"
+CGROUP_INTERVAL_S = 0.2
+WORKER_IDLE_S = 15.0
+
+
+@dataclass(frozen=True)
+class PipelineChoice:
+    """How a run's telemetry reaches the engine: through Kafka to a Faust worker (bootstrap set), or embedded
+    (the agents record, and the lab replays the recordings through the same stages afterwards)."""
+
+    bootstrap: str = ""
+
+    @property
+    def embedded(self) -> bool:
+        return not self.bootstrap
+
+
+def run_scenario(scenario: Scenario, run_dir: Path, pipeline: PipelineChoice = PipelineChoice(),
+                 progress: Callable[[str], None] = print) -> Path:
+    """Run the scenario once and leave its telemetry and ground truth in run_dir (which must not exist yet)."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "telemetry").mkdir()
+    (run_dir / "logs").mkdir()
+    if scenario.source and Path(scenario.source).is_file():
+        shutil.copyfile(scenario.source, run_dir / "scenario.toml")
+    run_id = f"{scenario.name}-{uuid.uuid4().hex[:6]}"
+    tag = uuid.uuid4().hex[:5]
+    labels: list[FaultLabel] = []
+    with _interrupts_raise(), LabNetwork(tag, list(scenario.hosts)) as network:
+        _start_workloads(scenario, network.hosts, run_dir)
+        progress(f"{scenario.name}: {len(scenario.hosts)} hosts up, workloads {', '.join(scenario.workloads)} "
+                 f"settling for {WORKLOAD_SETTLE_S:g} s")
+        worker = None if pipeline.embedded else _start_worker(scenario, pipeline.bootstrap, tag, run_dir, progress)
+        time.sleep(WORKLOAD_SETTLE_S)
+        agents = _start_agents(scenario, network.hosts, run_id, run_dir, pipeline.bootstrap, tag)
+        started_ns = time.time_ns()
+        try:
+            labels = _inject_on_schedule(scenario, network.hosts, run_dir, started_ns, progress)
+        finally:
+            stop_all(agents, grace_s=15.0)
+            if worker is not None:
+                _finish_worker(worker, progress)
+    ended_ns = time.time_ns()
+    write_truth(run_dir / "truth.jsonl", labels)
+    (run_dir / "run.json").write_text(json.dumps({
+        "run_id": run_id, "scenario": scenario.name, "hosts": list(scenario.hosts), "cluster": run_id,
+        "workloads": list(scenario.workloads), "seed": scenario.seed, "baseline_s": scenario.baseline_s,
+        "duration_s": scenario.duration_s, "started_ns": started_ns, "ended_ns": ended_ns,
+        "faults": len(labels), "pipeline": "embedded" if pipeline.embedded else "kafka"}, indent=2))
+    progress(f"{scenario.name}: done, {len(labels)} faults injected; telemetry in {run_dir / 'telemetry'}")
+    return run_dir
+
+
+def _inject_on_schedule(scenario: Scenario, hosts: dict[str, LabHost], run_dir: Path, started_ns: int,
+                        progress: Callable[[str], None]) -> list[FaultLabel]:
+    """Start and stop each fault at its time; the labels carry the times the fault was really in force."""
+    events = sorted([(spec.start_s, 1, index) for index, spec in enumerate(scenario.faults)] +
+                    [(spec.start_s + spec.duration_s, 0, index) for index, spec in enumerate(scenario.faults)])
+    active: dict[int, tuple[Fault, int]] = {}
+    labels = []
+    try:
+        for at_s, is_start, index in events:
+            _sleep_until(started_ns, at_s)
+            spec = scenario.faults[index]
+            if is_start:
+                fault = make_fault(spec, hosts, run_dir)
+                fault.start()
+                active[index] = (fault, time.time_ns())
+                progress(f"{scenario.name}: +{at_s:5.0f} s  {fault.describe()} begins")
+            else:
+                fault, began_ns = active.pop(index)
+                fault.stop()
+                labels.append(FaultLabel(spec.kind, spec.host, began_ns, time.time_ns(), fault.subsystem,
+                                         spec.magnitude, fault.describe()))
+                progress(f"{scenario.name}: +{at_s:5.0f} s  {fault.describe()} ends")
+        _sleep_until(started_ns, scenario.duration_s)
+    finally:
+        for fault, _ in active.values():
+            fault.stop()
+    return labels
+
+
+def _sleep_until(started_ns: int, at_s: float) -> None:
+    delay = started_ns / 1e9 + at_s - time.time()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _start_agents(scenario: Scenario, hosts: dict[str, LabHost], run_id: str, run_dir: Path, bootstrap: str,
+                  tag: str) -> list[subprocess.Popen]:
+    """One agent per host, outside the hosts' cgroups, reading each host's namespace and cgroup; it publishes to
+    Kafka and records (or only records, embedded)."""
+    agents = []
+    for host in hosts.values():
+        recording = str(run_dir / "telemetry" / f"{host.name}.avro")
+        output = ["agent", "--bootstrap", bootstrap, "--topic-prefix", _topic_prefix(tag), "--no-spool",
+                  "--record", recording] if bootstrap else ["collect", "--out", recording]
+        argv = [sys.executable, "-m", "stream_jobs.cli", *output, "--host", host.name, "--cluster", run_id,
+                "--sources", AGENT_SOURCES, "--net-procfs", host.net_procfs,
+                "--cgroup-parent", host.cgroup.parent, "--source-interval", f"cgroups={CGROUP_INTERVAL_S}",
+                "--duration", f"{scenario.duration_s + 2:g}"]
+        with open(run_dir / "logs" / f"agent-{host.name}.log", "ab") as log_file:
+            agents.append(subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True))
+    return agents
+
+
+def _start_worker(scenario: Scenario, bootstrap: str, tag: str, run_dir: Path,
+                  progress: Callable[[str], None]) -> subprocess.Popen:
+    """A Faust worker of its own consumer group and topics, storing into the run's ClickHouse."""
+    from stream_jobs.lab.ingest import LIVE_SETTING, WINDOW_SETTINGS, engine_settings_for
+
+    settings = engine_settings_for(scenario.baseline_s, WINDOW_SETTINGS[LIVE_SETTING], "calibrated", scenario.seed)
+    argv = [sys.executable, "-m", "stream_jobs.cli", "worker", "--bootstrap", bootstrap, "--topic-prefix",
+            _topic_prefix(tag), "--group", f"reveal-lab-{tag}", "--clickhouse", data_dir_dsn(run_dir),
+            "--until-idle", f"{WORKER_IDLE_S:g}", "--warmup-windows", str(settings.warmup_windows),
+            "--seed", str(scenario.seed)]
+    progress(f"{scenario.name}: Faust worker on {bootstrap}, topics {_topic_prefix(tag)}*")
+    with open(run_dir / "logs" / "worker.log", "ab") as log_file:
+        return subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _finish_worker(worker: subprocess.Popen, progress: Callable[[str], None]) -> None:
+    """Let the worker drain the last frames and stop on its own once idle; stop it if it does not."""
+    progress("waiting for the worker to drain the last windows …")
+    try:
+        worker.wait(WORKER_IDLE_S + 90)
+    except subprocess.TimeoutExpired:
+        stop_all([worker], grace_s=30.0)
+    if worker.returncode not in (0, None):
+        raise LabError(f"the worker exited with status {worker.returncode}; see logs/worker.log")
+
+
+def _topic_prefix(tag: str) -> str:
+    return f"lab-{tag}."
+
+
+def _start_workloads(scenario: Scenario, hosts: dict[str, LabHost], run_dir: Path) -> None:
+    """Each workload on every host, for the whole run (the lab stops them when it tears the hosts down)."""
+    module = [sys.executable, "-m", "stream_jobs.lab.workloads"]
+    seconds = f"{scenario.duration_s + WORKLOAD_SETTLE_S + 30:g}"
+    members = list(hosts.values())
+    peers = ",".join(f"{h.address}:{TRAIN_PORT}" for h in members)
+    for rank, host in enumerate(members):
+        logs = run_dir / "logs"
+        if "train" in scenario.workloads and len(members) > 1:
+            host.spawn([*module, "train", "--rank", str(rank), "--peers", peers, "--duration", seconds,
+                        "--log", str(logs / f"train-{host.name}.jsonl")], logs / f"train-{host.name}.out")
+        if "infer" in scenario.workloads and len(members) > 1:
+            server = members[0]
+            if host is server:
+                host.spawn([*module, "infer", "serve", "--listen", f"{host.address}:{INFER_PORT}", "--duration",
+                            seconds], logs / f"infer-serve-{host.name}.out")
+            else:
+                host.spawn([*module, "infer", "client", "--server", f"{server.address}:{INFER_PORT}", "--duration",
+                            seconds, "--log", str(logs / f"infer-{host.name}.jsonl")], logs / f"infer-{host.name}.out")
+        if "input" in scenario.workloads:
+            data = run_dir / "data" / host.name
+            data.mkdir(parents=True, exist_ok=True)
+            host.spawn([*module, "input", "--data-dir", str(data), "--duration", seconds, "--log",
+                        str(logs / f"input-{host.name}.jsonl")], logs / f"input-{host.name}.out")
+
+
+@contextmanager
+def _interrupts_raise():
+    """SIGTERM interrupts the run like Ctrl-C, so the hosts are torn down either way."""
+    def interrupt(*_):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

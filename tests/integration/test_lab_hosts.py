@@ -1,0 +1,119 @@
+"""The lab's emulated hosts and faults on the real kernel: namespaces that talk over the bridge, faults that show in
+each host's own counters, and nothing left behind. Needs root, iproute2 and nftables, as `bash .ci/run` provides."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from stream_jobs.lab.faults import FaultSpec, make_fault
+from stream_jobs.lab.hosts import LabNetwork, remove_leftovers, run_command
+
+MISSING = [tool for tool in ("ip", "nft") if shutil.which(tool) is None]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lab_machine():
+    """Root and the lab's tools, or a failure naming what is missing (never a skip)."""
+    if os.geteuid() != 0 or MISSING:
+        pytest.fail(f"the lab needs root and {', '.join(MISSING) or 'iproute2 and nftables'} "
+                    "(bash .ci/run installs nftables)")
+
+
+def _namespaces() -> list[str]:
+    return run_command("ip", "netns", "list").stdout.split()
+
+
+def _tcp_counter(host, name: str) -> int:
+    lines = [line.split() for line in open(f"{host.net_procfs}/net/snmp") if line.startswith("Tcp:")]
+    return int(lines[1][lines[0].index(name)])
+
+
+def _stream(sender, receiver, seconds: float) -> None:
+    """Send bulk TCP from sender to receiver for a while, through their namespaces and the bridge."""
+    server = receiver.spawn([sys.executable, "-c",
+                             "import socket; s = socket.socket(); s.bind(('0.0.0.0', 5001)); s.listen()\n"
+                             "c, _ = s.accept()\nwhile c.recv(1 << 16): pass"])
+    time.sleep(0.5)
+    client = sender.spawn([sys.executable, "-c",
+                           f"import socket, time; c = socket.create_connection(({receiver.address!r}, 5001), 5)\n"
+                           f"end = time.time() + {seconds}\nwhile time.time() < end: c.sendall(b'x' * 65536)"])
+    client.wait(seconds + 10)
+    server.terminate()
+
+
+def test_hosts_talk_over_the_bridge_and_leave_nothing_behind():
+    with LabNetwork("ta", ["h1", "h2"]) as network:
+        h1, h2 = network.hosts["h1"], network.hosts["h2"]
+        before = _tcp_counter(h2, "OutSegs")
+        _stream(h2, h1, 1.0)
+        assert _tcp_counter(h2, "OutSegs") - before > 100
+        assert _tcp_counter(h1, "OutSegs") < _tcp_counter(h2, "OutSegs")  # each host keeps its own counters
+        cgroups = [d for d in h1.cgroup.directories]
+        assert all(d.is_dir() for d in cgroups)
+    assert not [n for n in _namespaces() if n.startswith("rvl-ta-")]
+    assert not any(d.exists() for d in cgroups)
+
+
+def test_packet_loss_makes_only_the_faulted_host_retransmit(tmp_path):
+    with LabNetwork("tb", ["h1", "h2"]) as network:
+        h1, h2 = network.hosts["h1"], network.hosts["h2"]
+        fault = make_fault(FaultSpec("packet_loss", "h2", 0, 5, 0.05), network.hosts, tmp_path)
+        fault.start()
+        before = _tcp_counter(h2, "RetransSegs")
+        _stream(h2, h1, 2.0)
+        retransmitted = _tcp_counter(h2, "RetransSegs") - before
+        fault.stop()
+        rules = run_command("ip", "netns", "exec", h2.namespace, "nft", "list", "ruleset").stdout
+    assert retransmitted > 10
+    assert "reveal_lab" not in rules
+
+
+def test_cpu_contention_shows_in_the_hosts_cgroup_and_stops(tmp_path):
+    with LabNetwork("tc", ["h1"]) as network:
+        h1 = network.hosts["h1"]
+        usage = lambda: _cpu_usage_s(h1)  # noqa: E731
+        fault = make_fault(FaultSpec("cpu_contention", "h1", 0, 2, 1), network.hosts, tmp_path)
+        start = usage()
+        fault.start()
+        time.sleep(2.0)
+        busy = usage() - start
+        fault.stop()
+        time.sleep(0.5)
+        idle_start = usage()
+        time.sleep(1.0)
+        idle = usage() - idle_start
+    assert busy > 0.8 and idle < 0.1
+
+
+def test_straggler_quota_is_set_and_lifted(tmp_path):
+    with LabNetwork("td", ["h1"]) as network:
+        h1 = network.hosts["h1"]
+        fault = make_fault(FaultSpec("straggler", "h1", 0, 2, 0.2), network.hosts, tmp_path)
+        fault.start()
+        limited = h1.cgroup.read("cpu.max", "cpu.cfs_quota_us")
+        fault.stop()
+        lifted = h1.cgroup.read("cpu.max", "cpu.cfs_quota_us")
+    assert limited.split()[0] == "20000"
+    assert lifted.split()[0] in ("max", "-1")
+
+
+def test_leftovers_of_an_interrupted_run_are_removed():
+    network = LabNetwork("te", ["h1", "h2"])
+    network.__enter__()  # as if the run were killed before its clean-up
+    assert [n for n in _namespaces() if n.startswith("rvl-te-")]
+    removed = remove_leftovers("te")
+    assert any("rvl-te-h1" in line for line in removed)
+    assert not [n for n in _namespaces() if n.startswith("rvl-te-")]
+    assert not [d for d in network.hosts["h1"].cgroup.directories if d.parent.parent.exists()]
+    assert "rvlbrte" not in subprocess.run(["ip", "link"], capture_output=True, text=True).stdout
+
+
+def _cpu_usage_s(host) -> float:
+    if host.cgroup.unified:
+        stat = dict(line.split() for line in host.cgroup.read("cpu.stat", "cpu.stat").splitlines())
+        return int(stat["usage_usec"]) / 1e6
+    return int(host.cgroup.read("cpuacct.usage", "cpuacct.usage")) / 1e9
