@@ -1,0 +1,76 @@
+"""`reveal report`: one self-contained HTML file with the anomaly timelines, causes, traces and incidents of a run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sinks.clickhouse import ClickHouseWriter, data_dir_dsn, describe_dsn
+from stream_jobs.report.contents import gather
+from stream_jobs.report.data import ReportStore, Scope
+from stream_jobs.report.page import render_report
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "report", help="write an HTML report of stored windows, anomalies and incidents",
+        description="Read Reveal's ClickHouse tables and write one self-contained HTML file (inline CSS and SVG, "
+                    "nothing fetched): a summary, each detector's score against its threshold per host, the "
+                    "subsystems behind anomalous windows, raw traces of the most implicated channels, a cross-host "
+                    "comparison, the incidents, and for lab runs the ground truth and scores.")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--run", metavar="DIR", help="a lab run folder (its chDB data is in DIR/clickhouse)")
+    source.add_argument("--clickhouse", metavar="DSN", help="chdb:///path or http(s)://user:password@host:port")
+    source.add_argument("--data-dir", metavar="DIR", help="embedded data folder, as given to reveal run")
+    parser.add_argument("--database", default="reveal", metavar="NAME", help="database (default: reveal)")
+    parser.add_argument("--since", type=iso_time, metavar="ISO-TIME",
+                        help="only data from this instant on, e.g. 2026-03-01T12:00:00 (UTC unless an offset is "
+                             "given)")
+    parser.add_argument("--host", action="append", default=[], metavar="H",
+                        help="only this host (repeatable; default: every host)")
+    parser.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write, e.g. report.html")
+    parser.set_defaults(handler=handle)
+
+
+def iso_time(text: str) -> int:
+    """An ISO-8601 instant as ns since the epoch; without an offset it is UTC."""
+    try:
+        instant = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO-8601 time (example: 2026-03-01T12:00:00)") from None
+    if instant.tzinfo is None:
+        instant = instant.replace(tzinfo=timezone.utc)
+    return int(instant.timestamp()) * 10**9 + instant.microsecond * 1000
+
+
+def source_dsn(args) -> str:
+    """The DSN of --clickhouse, or of the chDB folder inside --run or --data-dir, which must already exist."""
+    from stream_jobs.cli import CommandError
+
+    if args.clickhouse:
+        return args.clickhouse
+    option, folder = ("--run", args.run) if args.run else ("--data-dir", args.data_dir)
+    if not Path(folder).is_dir():
+        raise CommandError(f"{option} {folder}: no such folder")
+    if not (Path(folder) / "clickhouse").is_dir():
+        raise CommandError(f"{option} {folder}: no clickhouse/ folder inside, so no stored data to report on")
+    return data_dir_dsn(folder)
+
+
+def handle(args) -> int:
+    dsn = source_dsn(args)
+    store = ReportStore(ClickHouseWriter(dsn, args.database), args.database,
+                        Scope(since_ns=args.since or 0, hosts=tuple(args.host)))
+    _progress(f"reading {describe_dsn(dsn)}, database {args.database}")
+    page = render_report(gather(store, describe_dsn(dsn), _progress))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    print(f"report written to {out} ({out.stat().st_size / 1024:,.0f} KiB)")
+    return 0
+
+
+def _progress(line: str) -> None:
+    print(f"report: {line}", file=sys.stderr, flush=True)

@@ -1,0 +1,1 @@
+"""`reveal report`: one self-contained HTML page with the paper's figures drawn from Reveal's ClickHouse tables."""
