@@ -49,6 +49,8 @@ def _csv_header(path: str) -> list[str]:
         if "Empty CSV file" in str(error):
             raise TableError(f"{path}: the file has no rows") from error
         raise TableError(f"{path}: {error}") from error
+    except UnicodeDecodeError as error:
+        raise TableError(f"{path}: the header is not UTF-8 text (byte {error.start})") from error
     except OSError as error:
         raise TableError(f"{path}: cannot be read ({error})") from error
 
@@ -61,6 +63,8 @@ def _read_csv(path: str, column_types: dict) -> pa.Table:
         if "conversion error" in str(error):
             raise
         raise TableError(f"{path}: {error}") from error
+    except UnicodeDecodeError as error:
+        raise TableError(f"{path}: not UTF-8 text (byte {error.start} of a block)") from error
 
 
 def _check_columns(path: str, names: list[str]) -> None:
