@@ -7,7 +7,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import clickhouse_connect
 
@@ -51,6 +51,17 @@ def describe_dsn(dsn: str) -> str:
     if parsed.password:
         return dsn.replace(f":{parsed.password}@", ":***@")
     return dsn
+
+
+def with_password(dsn: str, password: str | None) -> str:
+    """The DSN with a password filled in for its user, when it names none (so that the password can come from the
+    environment instead of a command line)."""
+    parsed = urlparse(dsn)
+    if not password or parsed.scheme == "chdb" or parsed.password:
+        return dsn
+    user = parsed.username or "default"
+    host = parsed.netloc.rpartition("@")[2]
+    return parsed._replace(netloc=f"{quote(user, safe='')}:{quote(password, safe='')}@{host}").geturl()
 
 
 def connect(dsn: str):

@@ -15,10 +15,12 @@ from schemas.records import Catalog, decode_catalog
 log = logging.getLogger(__name__)
 
 
-def read_catalogs(bootstrap: str, topic: str, timeout_s: float = 30.0) -> list[Catalog]:
+def read_catalogs(bootstrap: str, topic: str, timeout_s: float = 30.0,
+                  client_config: dict | None = None) -> list[Catalog]:
     """Every catalog on the topic, oldest first; undecodable records are logged and left out."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reveal-catalog-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False, "log_level": 3})
+    consumer = Consumer({**(client_config or {}), "bootstrap.servers": bootstrap,
+                         "group.id": f"reveal-catalog-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
+                         "log_level": 3})
     try:
         partitions = consumer.list_topics(topic, timeout=timeout_s).topics[topic].partitions
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)[1] for p in partitions}

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 import faust
 
 from schemas.codec import DecodeError
+from schemas.kafka_security import KafkaSecurity
 from schemas.topics import TopicNames
 from schemas.records import (DEADLETTER_CODEC, decode_catalog, decode_frame, decode_host_window, encode_alert,
                              encode_anomaly, encode_host_window)
-from sinks.clickhouse import ClickHouseWriter, StorageError
+from sinks.clickhouse import ClickHouseWriter, StorageError, describe_dsn
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.cluster_stage import ClusterStage
@@ -36,13 +37,19 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class WorkerSettings:
     bootstrap: str
-    clickhouse_dsn: str
+    clickhouse_dsn: str = field(repr=False)
     database: str = "reveal"
     app_id: str = "reveal-worker"
     engine: EngineSettings = field(default_factory=EngineSettings)
     topics: TopicNames = TopicNames()
     flush_every_s: float = 1.0
     report_every_s: float = 10.0
+    security: KafkaSecurity = KafkaSecurity()
+
+    @property
+    def storage(self) -> str:
+        """The ClickHouse DSN with any password hidden, for logs."""
+        return describe_dsn(self.clickhouse_dsn)
 
 
 @dataclass
@@ -118,7 +125,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
                     key_serializer="raw", store="memory://", web_enabled=False,
                     consumer_auto_offset_reset="earliest", topic_disable_leader=True,
                     producer_acks=-1, broker_commit_interval=1.0,
-                    datadir=str(state_dir))
+                    broker_credentials=settings.security.faust_credentials(), datadir=str(state_dir))
     samples = app.topic(settings.topics.samples, key_type=bytes, value_type=bytes, internal=False)
     catalogs = app.topic(settings.topics.catalog, key_type=bytes, value_type=bytes, internal=False)
     anomalies = app.topic(settings.topics.anomalies, key_type=bytes, value_type=bytes, internal=False)

@@ -9,6 +9,8 @@
 #   REVEAL_KAFKA_WAIT_S   how long to wait for the broker to become ready         (default: 90)
 #   REVEAL_KAFKA_LIBS     where the broker jars are cached                        (default: $REVEAL_KAFKA_HOME/libs)
 #   REVEAL_KAFKA_KEEP_DATA=1  restart on the existing log directory (topics and offsets kept) instead of a fresh one
+#   REVEAL_KAFKA_SASL_PORT    also listen with SASL_PLAINTEXT (mechanism PLAIN) on this port      (default: off)
+#   REVEAL_KAFKA_SASL_USERS   user:password[,user:password…] accepted there                      (default: none)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -44,15 +46,27 @@ fi
 
 classpath="$libs/*"
 config="$home/server.properties"
+sasl_listener=""
+sasl_properties=""
+if [ -n "${REVEAL_KAFKA_SASL_PORT:-}" ]; then
+  sasl_listener=",SASL_PLAINTEXT://127.0.0.1:$REVEAL_KAFKA_SASL_PORT"
+  users=""
+  IFS=',' read -ra pairs <<< "${REVEAL_KAFKA_SASL_USERS:-}"
+  for pair in "${pairs[@]}"; do
+    users="$users user_${pair%%:*}=\"${pair#*:}\""
+  done
+  sasl_properties="sasl.enabled.mechanisms=PLAIN
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$users;"
+fi
 cat > "$config" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:$controller_port
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port$sasl_listener
+advertised.listeners=PLAINTEXT://127.0.0.1:$port$sasl_listener
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
 log.dirs=$data
 num.partitions=1
 offsets.topic.replication.factor=1
@@ -63,7 +77,9 @@ share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 log.retention.hours=24
+$sasl_properties
 PROPS
+chmod 600 "$config"
 
 cat > "$home/log4j2.properties" <<'PROPS'
 status = error

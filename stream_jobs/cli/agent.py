@@ -10,7 +10,8 @@ from producers.agent import Agent, FanOutSink
 from producers.recording import RecordingWriter
 from producers.publisher import KafkaFramePublisher
 from schemas.topics import TopicNames, ensure_topics
-from stream_jobs.cli.options import StopFlag, add_agent_options, add_kafka_options, agent_settings, positive_seconds
+from stream_jobs.cli.options import (StopFlag, add_agent_options, add_kafka_options, agent_settings, kafka_security,
+                                     positive_seconds)
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,10 @@ def handle(args) -> int:
     settings = agent_settings(args)
     spool_dir = None if args.no_spool else (args.spool_dir or Path.home() / ".cache" / "reveal" / "spool" / settings.host)
     log.info("agent: %s; broker %s; spool %s", settings, args.bootstrap, spool_dir or "off")
-    ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))
-    publisher = KafkaFramePublisher(args.bootstrap, topics=TopicNames(args.topic_prefix), spool_dir=spool_dir,
+    security = kafka_security(args)
+    ensure_topics({"bootstrap.servers": args.bootstrap, **security.client_config()}, TopicNames(args.topic_prefix))
+    publisher = KafkaFramePublisher(args.bootstrap, extra_config=security.client_config(),
+                                    topics=TopicNames(args.topic_prefix), spool_dir=spool_dir,
                                     spool_max_bytes=args.spool_max_mb << 20)
     recording = RecordingWriter(args.record) if args.record else None
     agent = Agent(settings, FanOutSink(publisher, recording) if recording else publisher)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import threading
 import time
 
 from producers.sources import SOURCE_GROUPS, validate_groups
+from schemas.kafka_security import PROTOCOLS, SASL_MECHANISMS, KafkaSecurity
 
 DEFAULT_DATA_DIR = "./reveal-data"
 
@@ -74,10 +76,38 @@ def agent_settings(args):
 
 
 def add_kafka_options(parser: argparse.ArgumentParser) -> None:
+    """Where the broker is and how to authenticate: TLS and SASL options here, their secrets from the environment."""
     parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT",
                         help="Kafka bootstrap servers, e.g. 127.0.0.1:9092 (infra/kafka/start.sh starts one)")
     parser.add_argument("--topic-prefix", default="", metavar="PREFIX",
                         help="prefix for every Reveal topic, to keep deployments apart (default: none)")
+    security = parser.add_argument_group(
+        "Kafka security", "Each option also reads REVEAL_KAFKA_<NAME> from the environment; the passwords are read "
+                          "from the environment only (REVEAL_KAFKA_SASL_PASSWORD, REVEAL_KAFKA_SSL_KEY_PASSWORD), "
+                          "so that they appear in no process list and no log.")
+    security.add_argument("--kafka-security-protocol", default="", choices=("", *PROTOCOLS), metavar="PROTOCOL",
+                          help=f"one of {', '.join(PROTOCOLS)} (default: PLAINTEXT)")
+    security.add_argument("--kafka-sasl-mechanism", default="", choices=("", *SASL_MECHANISMS), metavar="MECHANISM",
+                          help=f"one of {', '.join(SASL_MECHANISMS)} (default: PLAIN)")
+    security.add_argument("--kafka-sasl-username", default="", metavar="USER")
+    security.add_argument("--kafka-ssl-ca", default="", metavar="FILE", help="CA certificate(s), PEM")
+    security.add_argument("--kafka-ssl-cert", default="", metavar="FILE", help="client certificate, PEM")
+    security.add_argument("--kafka-ssl-key", default="", metavar="FILE", help="client private key, PEM")
+
+
+def clickhouse_dsn(dsn: str) -> str:
+    """A ClickHouse DSN, its password taken from REVEAL_CLICKHOUSE_PASSWORD when the DSN carries none."""
+    from sinks.clickhouse import with_password
+
+    return with_password(dsn, os.environ.get("REVEAL_CLICKHOUSE_PASSWORD"))
+
+
+def kafka_security(args):
+    """The frozen KafkaSecurity of parsed options and this process's environment (the one place it is read)."""
+    return KafkaSecurity.from_environment(
+        os.environ, protocol=args.kafka_security_protocol, sasl_mechanism=args.kafka_sasl_mechanism,
+        sasl_username=args.kafka_sasl_username, ssl_ca=args.kafka_ssl_ca, ssl_cert=args.kafka_ssl_cert,
+        ssl_key=args.kafka_ssl_key)
 
 
 def add_engine_options(parser: argparse.ArgumentParser) -> None:

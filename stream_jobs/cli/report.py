@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn, describe_dsn
+from stream_jobs.cli.options import clickhouse_dsn
 from stream_jobs.report.contents import gather
 from stream_jobs.report.data import ReportStore, Scope
 from stream_jobs.report.page import render_report
@@ -50,7 +51,7 @@ def source_dsn(args) -> str:
     from stream_jobs.cli import CommandError
 
     if args.clickhouse:
-        return args.clickhouse
+        return clickhouse_dsn(args.clickhouse)
     option, folder = ("--run", args.run) if args.run else ("--data-dir", args.data_dir)
     if not Path(folder).is_dir():
         raise CommandError(f"{option} {folder}: no such folder")

@@ -6,7 +6,7 @@ import json
 import sys
 
 from sinks.clickhouse import ClickHouseWriter, StorageError, data_dir_dsn
-from stream_jobs.cli.options import DEFAULT_DATA_DIR
+from stream_jobs.cli.options import DEFAULT_DATA_DIR, clickhouse_dsn
 
 
 def register(commands) -> None:
@@ -30,7 +30,7 @@ def register(commands) -> None:
 def handle(args) -> int:
     from stream_jobs.cli import CommandError
 
-    dsn = args.clickhouse or data_dir_dsn(args.data_dir or DEFAULT_DATA_DIR)
+    dsn = clickhouse_dsn(args.clickhouse) if args.clickhouse else data_dir_dsn(args.data_dir or DEFAULT_DATA_DIR)
     parameters = {}
     for item in args.param:
         name, sep, value = item.partition("=")

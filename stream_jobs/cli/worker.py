@@ -11,7 +11,8 @@ import time
 import faust
 
 from schemas.topics import TopicNames, ensure_topics
-from stream_jobs.cli.options import add_engine_options, add_kafka_options, engine_settings, positive_seconds
+from stream_jobs.cli.options import (add_engine_options, add_kafka_options, clickhouse_dsn, engine_settings,
+                                     kafka_security, positive_seconds)
 from stream_jobs.catalog_preload import read_catalogs
 from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
 
@@ -40,13 +41,14 @@ def register(commands) -> None:
 
 
 def handle(args) -> int:
-    settings = WorkerSettings(args.bootstrap, args.clickhouse, args.database, args.group,
+    settings = WorkerSettings(args.bootstrap, clickhouse_dsn(args.clickhouse), args.database, args.group,
                               engine_settings(args),
-                              TopicNames(args.topic_prefix))
-    log.info("worker: %s", settings)
-    ensure_topics({"bootstrap.servers": args.bootstrap}, TopicNames(args.topic_prefix))
+                              TopicNames(args.topic_prefix), security=kafka_security(args))
+    log.info("worker: %s; storage %s", settings, settings.storage)
+    client_config = {"bootstrap.servers": args.bootstrap, **settings.security.client_config()}
+    ensure_topics(client_config, TopicNames(args.topic_prefix))
     shell = WorkerShell(settings)
-    catalogs = read_catalogs(args.bootstrap, settings.topics.catalog)
+    catalogs = read_catalogs(args.bootstrap, settings.topics.catalog, client_config=client_config)
     for catalog in catalogs:
         shell.stage.on_catalog(catalog)
     log.info("worker: %d catalogs known before the first frame", len(catalogs))

@@ -117,3 +117,22 @@ def _cpu_usage_s(host) -> float:
         stat = dict(line.split() for line in host.cgroup.read("cpu.stat", "cpu.stat").splitlines())
         return int(stat["usage_usec"]) / 1e6
     return int(host.cgroup.read("cpuacct.usage", "cpuacct.usage")) / 1e9
+
+
+def test_an_interrupted_run_removes_its_hosts_and_processes(tmp_path):
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text('name = "tiny"\nhosts = ["h1", "h2"]\nworkloads = ["train"]\nduration_s = 60\n'
+                        'baseline_s = 30\n[[fault]]\nkind = "packet_loss"\nhost = "h2"\nstart_s = 35\n'
+                        'duration_s = 10\nmagnitude = 0.01\n')
+    run = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "lab", "run", "--scenario", str(scenario),
+                            "--embedded", "--out", str(tmp_path / "runs")], stderr=subprocess.PIPE, text=True)
+    for line in run.stderr:
+        if "hosts up" in line:
+            break
+    time.sleep(3)
+    run.terminate()
+    run.communicate(timeout=60)
+    assert run.returncode != 0
+    assert not [n for n in _namespaces() if n.startswith("rvl-")]
+    leftover = subprocess.run(["pgrep", "-f", "stream_jobs.lab.workloads"], capture_output=True, text=True).stdout
+    assert not leftover.strip(), f"workload processes left running: {leftover}"
