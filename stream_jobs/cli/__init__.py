@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     except (CommandError, BrokerUnavailable, StorageError, LabError, ValueError) as error:
         print(f"reveal {args.command}: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"reveal {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 class CommandError(Exception):
