@@ -84,12 +84,17 @@ class WriterStats:
 
 
 class ClickHouseWriter:
-    """Creates Reveal's tables in one database and appends rows to them in batches."""
+    """Creates Reveal's tables in one database and appends rows to them in batches.
 
-    def __init__(self, dsn: str, database: str = "reveal"):
+    Rows stay queued while inserts fail; `is_full` tells the caller to stop taking input once `max_pending_rows`
+    are waiting (back-pressure: nothing queued is ever dropped)."""
+
+    def __init__(self, dsn: str, database: str = "reveal", max_pending_rows: int = 50_000):
         if not _IDENTIFIER.match(database):
             raise StorageError(f"database name {database!r} must be a plain identifier")
-        self.dsn, self.database = dsn, database
+        if max_pending_rows < 1:
+            raise StorageError(f"max_pending_rows is {max_pending_rows}; expected at least 1")
+        self.dsn, self.database, self.max_pending_rows = dsn, database, max_pending_rows
         self.client = connect(dsn)
         self.stats = WriterStats()
         self._lock = threading.Lock()
@@ -127,6 +132,9 @@ class ClickHouseWriter:
     def pending_rows(self) -> int:
         with self._lock:
             return sum(len(rows) for rows in self._pending.values())
+
+    def is_full(self) -> bool:
+        return self.pending_rows() >= self.max_pending_rows
 
     def flush(self) -> int:
         """Insert every queued row, one batch per table; rows stay queued if an insert fails."""
