@@ -54,6 +54,7 @@ class WorkerSettings:
     max_pending_rows: int = 50_000
     storage_retry_max_s: float = 30.0
     max_held_s: float = 300.0
+    session_timeout_s: float = 10.0  # how soon a crashed worker's partitions move to the others
 
     @property
     def storage(self) -> str:
@@ -154,6 +155,10 @@ class WorkerShell:
         """Back-pressure: take no more input while the storage queue is full (nothing queued is dropped)."""
         if not self.writer.is_full():
             return
+        if not self.backoff.failing:
+            await self.flush()  # ClickHouse is healthy: write the full queue now rather than at the next tick
+            if not self.writer.is_full():
+                return
         if not self.paused:
             self.paused = True
             log.warning("ClickHouse queue full (%d rows): consumption paused until rows are written",
@@ -190,6 +195,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
                     key_serializer="raw", store="memory://", web_enabled=False,
                     consumer_auto_offset_reset="earliest", topic_disable_leader=True,
                     producer_acks=-1, broker_commit_interval=1.0, stream_wait_empty=False,
+                    broker_session_timeout=settings.session_timeout_s,
                     broker_credentials=settings.security.faust_credentials(), datadir=str(state_dir))
     samples = app.topic(settings.topics.samples, key_type=bytes, value_type=bytes, internal=False)
     catalogs = app.topic(settings.topics.catalog, key_type=bytes, value_type=bytes, internal=False)

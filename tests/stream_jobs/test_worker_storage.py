@@ -51,18 +51,32 @@ def test_records_are_released_only_after_a_successful_flush_and_failures_back_of
     assert caplog.text.count("ClickHouse writable again after") == 1
 
 
-def test_a_full_queue_pauses_input_until_it_drains(chdb_dsn, database, caplog):
+def test_a_full_queue_is_written_at_once_while_clickhouse_is_healthy(chdb_dsn, database):
+    shell = shell_for(chdb_dsn, database, max_pending_rows=2)
+    shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
+    asyncio.run(shell.wait_for_room())
+    assert shell.writer.pending_rows() == 0 and not shell.paused
+
+
+def test_a_full_queue_pauses_input_while_clickhouse_refuses_rows(chdb_dsn, database, caplog):
     shell = shell_for(chdb_dsn, database, max_pending_rows=2)
     shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
     caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
+    folder = frames_folder(chdb_dsn, database)
 
-    async def input_waits_for_a_flush():
-        waiting = asyncio.create_task(shell.wait_for_room())
-        await asyncio.sleep(0.3)
-        assert not waiting.done() and shell.paused
+    async def input_waits_for_storage():
+        subprocess.run(["chattr", "+i", folder], check=True)
+        try:
+            await shell.flush()
+            waiting = asyncio.create_task(shell.wait_for_room())
+            await asyncio.sleep(0.3)
+            assert not waiting.done() and shell.paused
+        finally:
+            subprocess.run(["chattr", "-i", folder], check=True)
+        shell.backoff.next_attempt_at = 0.0
         await shell.flush()
         await asyncio.wait_for(waiting, 2.0)
 
-    asyncio.run(input_waits_for_a_flush())
+    asyncio.run(input_waits_for_storage())
     assert not shell.paused and caplog.text.count("consumption paused") == 1
     assert caplog.text.count("consumption resumed") == 1
