@@ -84,16 +84,22 @@ class WriterStats:
 
 
 class ClickHouseWriter:
-    """Creates Reveal's tables in one database and appends rows to them in batches."""
+    """Creates Reveal's tables in one database and appends rows to them in batches.
 
-    def __init__(self, dsn: str, database: str = "reveal"):
+    Rows stay queued while inserts fail; `is_full` tells the caller to stop taking input once `max_pending_rows`
+    are waiting (back-pressure: nothing queued is ever dropped)."""
+
+    def __init__(self, dsn: str, database: str = "reveal", max_pending_rows: int = 50_000):
         if not _IDENTIFIER.match(database):
             raise StorageError(f"database name {database!r} must be a plain identifier")
-        self.dsn, self.database = dsn, database
+        if max_pending_rows < 1:
+            raise StorageError(f"max_pending_rows is {max_pending_rows}; expected at least 1")
+        self.dsn, self.database, self.max_pending_rows = dsn, database, max_pending_rows
         self.client = connect(dsn)
         self.stats = WriterStats()
         self._lock = threading.Lock()
         self._pending: dict[str, list[list]] = {t: [] for t in COLUMNS}
+        self._in_flight = 0  # rows taken by a flush that has not finished, still counted as waiting
         self._create_tables()
 
     def _create_tables(self) -> None:
@@ -126,27 +132,39 @@ class ClickHouseWriter:
 
     def pending_rows(self) -> int:
         with self._lock:
-            return sum(len(rows) for rows in self._pending.values())
+            return self._in_flight + sum(len(rows) for rows in self._pending.values())
+
+    def is_full(self) -> bool:
+        return self.pending_rows() >= self.max_pending_rows
 
     def flush(self) -> int:
-        """Insert every queued row, one batch per table; rows stay queued if an insert fails."""
+        """Insert every queued row, one batch per table; if an insert fails, the rows of that table and of every
+        table not yet written go back to the queue, ahead of rows queued since."""
         with self._lock:
             batches, self._pending = self._pending, {t: [] for t in COLUMNS}
-        written = 0
-        for table, rows in batches.items():
-            if not rows:
-                continue
-            try:
-                self.client.insert(f"{self.database}.{table}", rows, column_names=list(COLUMNS[table]))
-            except Exception as error:
+            self._in_flight = sum(len(rows) for rows in batches.values())
+        unwritten = {table: rows for table, rows in batches.items() if rows}
+        try:
+            for table, rows in list(unwritten.items()):
+                self._insert(table, rows)
+                del unwritten[table]
                 with self._lock:
+                    self._in_flight -= len(rows)
+        finally:
+            with self._lock:
+                for table, rows in unwritten.items():
                     self._pending[table][:0] = rows
-                raise StorageError(f"insert of {len(rows)} rows into {table} at {describe_dsn(self.dsn)} "
-                                   f"failed: {error}") from error
-            self.stats.rows[table] += len(rows)
-            self.stats.batches += 1
-            written += len(rows)
-        return written
+                self._in_flight = 0
+        return sum(len(rows) for rows in batches.values())
+
+    def _insert(self, table: str, rows: list[list]) -> None:
+        try:
+            self.client.insert(f"{self.database}.{table}", rows, column_names=list(COLUMNS[table]))
+        except Exception as error:
+            raise StorageError(f"insert of {len(rows)} rows into {table} at {describe_dsn(self.dsn)} "
+                               f"failed: {error}") from error
+        self.stats.rows[table] += len(rows)
+        self.stats.batches += 1
 
     def close(self) -> None:
         self.flush()

@@ -5,7 +5,11 @@ reveal.host-windows keyed by cluster; the cluster agent compares each host with 
 retransmissions.
 
 Each agent only decodes, calls the stage and forwards what it returns; every decision is in the engine.
-ClickHouse calls run on one dedicated thread so the event loop never blocks on storage.
+ClickHouse calls run on one dedicated thread so the event loop never blocks on storage. A record's offset is
+committed only once its results are stored and no state in memory depends on it (stream_jobs/releases.py), so a
+worker killed at any instant, or a host moved to another worker, resumes where nothing is lost; records may be
+consumed twice, and the tables' keys store them once. While ClickHouse refuses inserts, rows stay queued, attempts
+back off exponentially, and consumption pauses when the queue is full.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ from schemas.topics import TopicNames
 from schemas.records import (DEADLETTER_CODEC, decode_catalog, decode_frame, decode_host_window, encode_alert,
                              encode_anomaly, encode_host_window)
 from sinks.clickhouse import ClickHouseWriter, StorageError, describe_dsn
+from sinks.retry import Backoff
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.cluster_stage import ClusterStage
+from stream_jobs.releases import ReleaseTracker
 from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
 
 log = logging.getLogger(__name__)
@@ -45,6 +51,10 @@ class WorkerSettings:
     flush_every_s: float = 1.0
     report_every_s: float = 10.0
     security: KafkaSecurity = KafkaSecurity()
+    max_pending_rows: int = 50_000
+    storage_retry_max_s: float = 30.0
+    max_held_s: float = 300.0
+    session_timeout_s: float = 10.0  # how soon a crashed worker's partitions move to the others
 
     @property
     def storage(self) -> str:
@@ -69,9 +79,12 @@ class WorkerShell:
         self.last_record_at: float | None = None
         self.storage_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
         self.writer: ClickHouseWriter = self.storage_thread.submit(
-            ClickHouseWriter, settings.clickhouse_dsn, settings.database).result()
+            ClickHouseWriter, settings.clickhouse_dsn, settings.database, settings.max_pending_rows).result()
         self.stage = HostStage(settings.engine, self.saved_baseline)
         self.cluster = ClusterStage()
+        self.releases = ReleaseTracker(settings.max_held_s)
+        self.backoff = Backoff(first_s=min(0.5, settings.storage_retry_max_s), max_s=settings.storage_retry_max_s)
+        self.paused = False
 
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
         """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again."""
@@ -86,18 +99,75 @@ class WorkerShell:
         c, stage = self.counters, self.stage.counters
         return (f"{c.records} records, {stage.frames} frames from {len(self.stage.pipelines)} hosts, "
                 f"{c.anomalies} anomalies, {c.dead_letters} dead letters, {stage.held} frames held for a catalog, "
-                f"{self.writer.pending_rows()} rows waiting for ClickHouse, {c.storage_errors} storage errors")
+                f"{self.writer.pending_rows()} rows waiting for ClickHouse, {c.storage_errors} storage errors, "
+                f"{self.releases.held()} records held for windows in progress")
 
     def note_record(self) -> None:
         self.counters.records += 1
         self.last_record_at = time.monotonic()
 
+    def hold_frame(self, frame, event) -> None:
+        """Keep the frame's record unreleased while the host's state depends on it."""
+        self.releases.hold(frame.host, frame.timestamp_ns, event)
+        self.releases.advance(frame.host, self.stage.needed_since_ns(frame.host))
+
+    def forget_hosts(self) -> None:
+        """Partitions were revoked: drop every host's state; what was not released is consumed again."""
+        for host in set(self.stage.pipelines) | set(self.stage.catalogs):
+            self.stage.forget(host)
+            self.releases.forget(host)
+        self.releases.take_ready()
+        log.info("partitions revoked: host state dropped, unreleased records will be consumed again")
+
     async def flush(self) -> None:
+        """Store the queued rows, then release the records they came from; while ClickHouse refuses, back off."""
+        if not self.backoff.due(time.monotonic()):
+            return
+        ready = self.releases.take_ready()
         try:
-            await asyncio.get_running_loop().run_in_executor(self.storage_thread, self.writer.flush)
+            written = await asyncio.get_running_loop().run_in_executor(self.storage_thread, self.writer.flush)
         except StorageError as error:
-            self.counters.storage_errors += 1
-            log.error("%s; %d rows kept for the next attempt", error, self.writer.pending_rows())
+            self.releases.put_back(ready)
+            self._storage_failed(error)
+            return
+        self._storage_recovered(written)
+        for event in ready:
+            event.ack()
+
+    def _storage_failed(self, error: StorageError) -> None:
+        self.counters.storage_errors += 1
+        first = not self.backoff.failing
+        delay = self.backoff.failed(time.monotonic())
+        if first:
+            log.error("ClickHouse unavailable: %s; %d rows kept, retrying with backoff (%.1f s, doubling up to "
+                      "%.0f s)", error, self.writer.pending_rows(), delay, self.backoff.max_s)
+        else:
+            log.debug("ClickHouse still unavailable (attempt %d); next in %.1f s", self.backoff.failures, delay)
+
+    def _storage_recovered(self, written: int) -> None:
+        if self.backoff.failing:
+            self.last_record_at = time.monotonic()  # --until-idle counts from when storage works again
+            log.warning("ClickHouse writable again after %.1f s and %d failed attempts; %d queued rows written",
+                        time.monotonic() - self.backoff.failing_since, self.backoff.failures, written)
+        self.backoff.succeeded()
+
+    async def wait_for_room(self) -> None:
+        """Back-pressure: take no more input while the storage queue is full (nothing queued is dropped)."""
+        if not self.writer.is_full():
+            return
+        if not self.backoff.failing:
+            await self.flush()  # ClickHouse is healthy: write the full queue now rather than at the next tick
+            if not self.writer.is_full():
+                return
+        if not self.paused:
+            self.paused = True
+            log.warning("ClickHouse queue full (%d rows): consumption paused until rows are written",
+                        self.writer.pending_rows())
+        while self.writer.is_full():
+            await asyncio.sleep(0.2)
+        if self.paused:
+            self.paused = False
+            log.info("ClickHouse queue below %d rows: consumption resumed", self.writer.max_pending_rows)
 
     def close(self) -> None:
         """Close open incidents, write what is left and release the storage thread (after the event loop stopped)."""
@@ -124,7 +194,8 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     app = faust.App(settings.app_id, broker=f"kafka://{settings.bootstrap}", value_serializer="raw",
                     key_serializer="raw", store="memory://", web_enabled=False,
                     consumer_auto_offset_reset="earliest", topic_disable_leader=True,
-                    producer_acks=-1, broker_commit_interval=1.0,
+                    producer_acks=-1, broker_commit_interval=1.0, stream_wait_empty=False,
+                    broker_session_timeout=settings.session_timeout_s,
                     broker_credentials=settings.security.faust_credentials(), datadir=str(state_dir))
     samples = app.topic(settings.topics.samples, key_type=bytes, value_type=bytes, internal=False)
     catalogs = app.topic(settings.topics.catalog, key_type=bytes, value_type=bytes, internal=False)
@@ -156,16 +227,25 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
         queue_cluster_output(shell.writer, output)
         await publish_findings(output)
 
-    async def consume(stream, step: str, decode, handle, forward=publish) -> None:
-        """Decode each record, dead-letter what cannot be decoded, hand the rest to the stage."""
-        async for event in stream.events():
+    def release_after_flush(record, event) -> None:
+        shell.releases.done(event)
+
+    async def consume(stream, step: str, decode, handle, forward=publish, hold=release_after_flush) -> None:
+        """Decode each record, dead-letter what cannot be decoded, hand the rest to the stage; offsets are committed
+        when the shell releases the records (after their results are stored)."""
+        async for event in stream.noack().events():
+            if event.message.tp not in app.consumer.assignment():
+                continue  # its partition was revoked while it was in flight: the new owner consumes it
+            await shell.wait_for_room()
             shell.note_record()
             try:
                 record = decode(event.value)
             except DecodeError as error:
                 await reject(step, event, error)
+                shell.releases.done(event)
                 continue
             await forward(handle(record))
+            hold(record, event)
 
     def take_catalog(catalog):
         queue_catalog(shell.writer, catalog)
@@ -181,11 +261,16 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
 
     @app.agent(samples)
     async def host_agent(stream):
-        await consume(stream, "decode-frame", decode_frame, take_frame)
+        await consume(stream, "decode-frame", decode_frame, take_frame, hold=shell.hold_frame)
 
     @app.agent(host_windows)
     async def cluster_agent(stream):
         await consume(stream, "decode-host-window", decode_host_window, shell.cluster.on_host_window, publish_cluster)
+
+    @app.on_partitions_revoked.connect
+    async def drop_revoked_hosts(sender, revoked, **kwargs):
+        if revoked:
+            shell.forget_hosts()
 
     @app.timer(settings.flush_every_s)
     async def flush_storage():

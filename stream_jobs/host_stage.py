@@ -91,6 +91,27 @@ class HostStage:
             output.extend(self._outputs(catalog, pipeline, verdict))
         return output
 
+    def needed_since_ns(self, host: str) -> int | None:
+        """The oldest frame instant the host's state depends on (frames held for a catalog, windows in progress, a
+        baseline being learned, an open incident); None when it depends on none. Frames before it can be released:
+        a worker that starts again from it rebuilds the same state."""
+        held = self._held.get(host)
+        pipeline = self.pipelines.get(host)
+        candidates = (held[0].timestamp_ns if held else None,
+                      pipeline[1].needed_since_ns() if pipeline else None,
+                      self.incidents.open_since_ns(host))
+        present = [instant for instant in candidates if instant is not None]
+        return min(present) if present else None
+
+    def forget(self, host: str) -> None:
+        """Drop the host's windows in progress, baseline and incidents (its catalogs stay): another worker, or this
+        one again from the last committed offset, takes it over."""
+        self.pipelines.pop(host, None)
+        self._held.pop(host, None)
+        self._last_sequence.pop(host, None)
+        self.incidents.forget(host)
+        self.regimes.forget(host)
+
     def close(self) -> StageOutput:
         """Close every open incident (the end of a run or of a worker)."""
         return StageOutput(alerts=[alert_record(e, self._cluster_of(e.host)) for e in self.incidents.close_all()])
@@ -209,9 +230,10 @@ def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict
 
 
 def baseline_row(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list:
-    """The host's learned baseline, stamped with the window that completed it (deterministic in replays)."""
+    """The host's learned baseline, stamped with the window that completed it (deterministic in replays); a
+    restored pipeline does not judge again the windows up to that one, which were stored before it."""
     return [catalog.host, catalog.version, verdict.end_ns // 1_000_000, pipeline.windows_seen,
-            json.dumps(pipeline.state())]
+            json.dumps({**pipeline.state(), "through_ns": verdict.end_ns})]
 
 
 def _finite(value: float) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import os
@@ -36,6 +37,12 @@ def register(commands) -> None:
                         help="stop after this many seconds (default: run until stopped)")
     parser.add_argument("--until-idle", type=positive_seconds, default=None, metavar="S",
                         help="stop once no record has arrived for this many seconds (for replays and batch runs)")
+    parser.add_argument("--max-pending-rows", type=_positive_int, default=50_000, metavar="N",
+                        help="rows queued for ClickHouse at most; while it is unavailable and the queue is full, "
+                             "consumption pauses (back-pressure, nothing dropped) (default: 50000)")
+    parser.add_argument("--storage-retry-max", type=positive_seconds, default=30.0, metavar="S",
+                        help="longest wait between attempts while ClickHouse refuses inserts; waits start at 0.5 s "
+                             "and double (default: 30)")
     add_engine_options(parser)
     parser.set_defaults(handler=handle)
 
@@ -43,7 +50,8 @@ def register(commands) -> None:
 def handle(args) -> int:
     settings = WorkerSettings(args.bootstrap, clickhouse_dsn(args.clickhouse), args.database, args.group,
                               engine_settings(args),
-                              TopicNames(args.topic_prefix), security=kafka_security(args))
+                              TopicNames(args.topic_prefix), security=kafka_security(args),
+                              max_pending_rows=args.max_pending_rows, storage_retry_max_s=args.storage_retry_max)
     log.info("worker: %s; storage %s", settings, settings.storage)
     client_config = {"bootstrap.servers": args.bootstrap, **settings.security.client_config()}
     ensure_topics(client_config, TopicNames(args.topic_prefix))
@@ -61,6 +69,7 @@ def handle(args) -> int:
                 await asyncio.sleep(0.5)
             log.info("worker stopping: %s", "duration reached" if args.duration and
                      time.monotonic() - started >= args.duration else "input idle")
+            await shell.flush()  # so that the consumer commits what is stored as it stops
             os.kill(os.getpid(), signal.SIGTERM)  # the same clean path as an operator's stop
     worker = faust.Worker(app, loglevel=logging.getLevelName(logging.getLogger().level).lower(),
                           override_logging=False, quiet=True)
@@ -76,9 +85,17 @@ def handle(args) -> int:
     return status
 
 
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
+    return value
+
+
 def _done(shell: WorkerShell, started: float, duration: float | None, until_idle: float | None) -> bool:
     now = time.monotonic()
     if duration and now - started >= duration:
         return True
     last = shell.last_record_at
-    return bool(until_idle and last is not None and now - last >= until_idle)
+    storage_failing = shell.backoff.failing  # input paused for storage is not idle input
+    return bool(until_idle and last is not None and not storage_failing and now - last >= until_idle)

@@ -102,6 +102,8 @@ class HostPipeline:
         self.kept: np.ndarray | None = None
         self.ensemble: DetectorEnsemble | None = None
         self.windows_seen = 0
+        self.learning_since_ns: int | None = None
+        self.restored_through_ns: int | None = None
         self._warmup_features: list[np.ndarray] = []
         self._warmup_signals: list[np.ndarray] = []
         self._recent = deque(maxlen=settings.baseline_capacity)
@@ -115,7 +117,20 @@ class HostPipeline:
 
     def push(self, timestamp_ns: int, values: np.ndarray) -> list[WindowVerdict]:
         """Add one frame's values (catalog order); returns verdicts for the windows it completes."""
-        return [self._judge(w) for w in self.assembler.push(timestamp_ns, np.asarray(values, dtype=np.float64))]
+        windows = self.assembler.push(timestamp_ns, np.asarray(values, dtype=np.float64))
+        return [self._judge(w) for w in windows if not self._judged_before_restore(w)]
+
+    def needed_since_ns(self) -> int | None:
+        """The oldest frame instant this pipeline's state still depends on: the start of a baseline being learned,
+        else the start of the next window. A worker that restarts from there rebuilds the same state."""
+        window_start = self.assembler.needed_since_ns()
+        if self.baseline_ready or self.learning_since_ns is None:
+            return window_start
+        return self.learning_since_ns if window_start is None else min(self.learning_since_ns, window_start)
+
+    def _judged_before_restore(self, window: Window) -> bool:
+        """A window that ended before the restored baseline was saved was judged and stored then."""
+        return self.restored_through_ns is not None and window.end_ns <= self.restored_through_ns
 
     def restart_windows(self) -> None:
         """Start windowing afresh (keeping the baseline), e.g. to judge a recording after learning from another."""
@@ -125,6 +140,7 @@ class HostPipeline:
         """Forget the baseline (a regime change): the next windows are learned as a new one."""
         self.ensemble, self.layout, self.kept, self.selection = None, None, None, None
         self._warmup_features, self._warmup_signals = [], []
+        self.learning_since_ns = None
         self._recent.clear()
 
     def _signal(self, window: Window) -> np.ndarray:
@@ -156,6 +172,8 @@ class HostPipeline:
             self._context(signal, window, z))
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
+        if not self._warmup_features:
+            self.learning_since_ns = window.start_ns
         self._warmup_features.append(self.full_layout.compute(seconds, signal))
         if self.windows_seen % max(1, round(self.settings.window_s / self.settings.stride_s)) == 0:
             self._warmup_signals.append(signal)  # non-overlapping windows cover the warm-up once, for selection
@@ -179,6 +197,7 @@ class HostPipeline:
             self.ensemble = self._new_ensemble().fit(baseline)
         self._recent.extend(baseline[::self.settings.baseline_stride].astype(np.float32))
         self._warmup_features, self._warmup_signals = [], []
+        self.learning_since_ns = None
 
     def _new_ensemble(self) -> DetectorEnsemble:
         return DetectorEnsemble(standard_detectors(self.settings.seed), self.settings.mode,
@@ -245,6 +264,7 @@ class HostPipeline:
         self._set_layout()
         self.ensemble = DetectorEnsemble.from_state(state["ensemble"])
         self.windows_seen = state["windows_seen"]
+        self.restored_through_ns = state.get("through_ns")
         return True
 
 

@@ -165,6 +165,19 @@ class IncidentTracker:
                 events += self._close(state, "run ended")
         return events
 
+    def open_since_ns(self, host: str) -> int | None:
+        """The start of the host's open or pending incident: a restart must see its windows again to continue it."""
+        state = self._hosts.get(host)
+        if state is None:
+            return None
+        if state.incident is not None:
+            return state.incident.start_ns
+        return state.pending[0].start_ns if state.pending else None
+
+    def forget(self, host: str) -> None:
+        """Drop the host's incident state, e.g. when another worker takes the host over."""
+        self._hosts.pop(host, None)
+
     def open_incidents(self) -> list[Incident]:
         return [s.incident.snapshot() for _, s in sorted(self._hosts.items()) if s.incident]
 
@@ -279,6 +292,9 @@ class RegimeDetector:
         if previous is None:
             return None
         return "workload started" if side == "busy" else "workload stopped"
+
+    def forget(self, host: str) -> None:
+        self._hosts.pop(host, None)
 
     def current(self, host: str) -> str | None:
         """'busy', 'idle', or None while the host has not settled."""

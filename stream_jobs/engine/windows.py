@@ -66,6 +66,10 @@ class WindowAssembler:
         self.counters.frames += 1
         return windows
 
+    def needed_since_ns(self) -> int | None:
+        """The oldest instant a window still to come can hold: earlier frames are no longer needed."""
+        return None if self._next_end is None else self._next_end - self.window_ns
+
     def _first_end(self, timestamp_ns: int) -> int:
         """The first window end whose whole window lies after the first frame."""
         first_full_end = timestamp_ns + self.window_ns

@@ -1,9 +1,6 @@
 """The agent's publisher across a real broker outage: frames spool to disk and arrive in order afterwards."""
 
-import os
-import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,28 +9,17 @@ from producers.publisher import KafkaFramePublisher
 from schemas.records import Frame, decode_frame
 from schemas.topics import TopicNames, ensure_topics
 from tests.integration.kafka_io import read_topic
+from tests.integration.own_broker import OwnBroker
 
 pytestmark = pytest.mark.integration
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "infra" / "kafka"
-PORT = 19092
-
-
-def broker(action: str, home: Path) -> None:
-    env = {**os.environ, "REVEAL_KAFKA_HOME": str(home), "REVEAL_KAFKA_PORT": str(PORT), "REVEAL_KAFKA_KEEP_DATA": "1",
-           "REVEAL_KAFKA_LIBS": str(Path.home() / ".cache" / "reveal" / "kafka" / "libs")}
-    result = subprocess.run(["bash", str(SCRIPTS / f"{action}.sh")], env=env, capture_output=True, text=True,
-                            timeout=120)
-    assert result.returncode == 0, result.stderr
-
 
 @pytest.fixture
 def own_broker(kafka_bootstrap, tmp_path):
     """A second broker of our own on another port, so the test can stop and restart it."""
-    home = tmp_path / "kafka"
-    broker("start", home)
-    yield f"127.0.0.1:{PORT}", home
-    broker("stop", home)
+    broker = OwnBroker(tmp_path / "kafka", port=19092)
+    broker.start()
+    yield broker
+    broker.stop()
 
 
 def publish_frames(publisher, first: int, last: int, pause_s: float = 0.02) -> None:
@@ -44,7 +30,7 @@ def publish_frames(publisher, first: int, last: int, pause_s: float = 0.02) -> N
 
 
 def test_frames_published_while_the_broker_is_down_arrive_in_order_once_it_returns(own_broker, tmp_path):
-    bootstrap, home = own_broker
+    bootstrap = own_broker.bootstrap
     names = TopicNames("outage.")
     ensure_topics({"bootstrap.servers": bootstrap}, names)
     publisher = KafkaFramePublisher(bootstrap, topics=names, spool_dir=tmp_path / "spool",
@@ -52,10 +38,10 @@ def test_frames_published_while_the_broker_is_down_arrive_in_order_once_it_retur
     publish_frames(publisher, 0, 40)
     assert publisher.producer.flush(30) == 0
 
-    broker("stop", home)
+    own_broker.stop()
     publish_frames(publisher, 40, 140)
     assert publisher.stats.spooled > 0, "frames sent during the outage must go to the spool"
-    broker("start", home)
+    own_broker.start()
     publish_frames(publisher, 140, 160)
     assert publisher.close(timeout_s=60) == 0
 

@@ -56,3 +56,15 @@ def test_unreachable_server_names_the_target_without_password():
 
 def test_describe_dsn_hides_passwords():
     assert describe_dsn("https://u:hunter2@ch:8443/db") == "https://u:***@ch:8443/db"
+
+
+def test_writer_reports_full_at_its_bound_and_keeps_every_unwritten_table_when_an_insert_fails(chdb_dsn, database):
+    writer = ClickHouseWriter(chdb_dsn, database, max_pending_rows=3)
+    writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
+    assert not writer.is_full()
+    writer.add("alerts", [["not", "an", "alert"]])
+    assert writer.is_full()
+    writer.add("baselines", [["h", 1, 0, 10, "{}"]])
+    with pytest.raises(StorageError, match="into alerts"):
+        writer.flush()
+    assert writer.pending_rows() == 2 and writer.stats.rows["frames"] == 2, "tables after the failed one are kept"

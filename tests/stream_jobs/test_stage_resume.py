@@ -1,0 +1,78 @@
+"""A host stage started again from the frame its predecessor still needed (what a restarted worker re-consumes)
+stores the same windows, anomalies and alerts as one that never stopped."""
+
+import json
+
+import pytest
+
+from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
+from sinks.rows import alert_row, anomaly_row
+from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.host_stage import HostStage
+
+T0 = 1_700_000_000_000_000_000
+SETTINGS = EngineSettings(warmup_windows=30)
+CATALOG = synthetic_catalog("resume-host")
+FRAMES = synthetic_frames(CATALOG, T0, 900, seed=3, steps=(StepChange("cpu.busy.cpu1", 60.0, 30.0),))
+
+
+class Store:
+    """Rows by table key, the last write winning, as ReplacingMergeTree reads with FINAL."""
+
+    def __init__(self):
+        self.windows, self.anomalies, self.alerts, self.baseline = {}, {}, {}, None
+
+    def add(self, output) -> None:
+        for row in output.window_rows:
+            self.windows[(row[0], row[2])] = row
+        for anomaly in output.anomalies:
+            self.anomalies[(anomaly.host, anomaly.window_id)] = anomaly_row(anomaly)
+        for alert in output.alerts:
+            self.alerts[(alert.host, alert.start_ns, alert.alert_id, alert.state)] = alert_row(alert)
+        for row in output.baseline_rows:
+            self.baseline = json.loads(row[4])
+
+
+def run(stage: HostStage, frames, store: Store) -> None:
+    stage.on_catalog(CATALOG)
+    for frame in frames:
+        store.add(stage.on_frame(frame))
+
+
+def uninterrupted() -> Store:
+    store, stage = Store(), HostStage(SETTINGS)
+    run(stage, FRAMES, store)
+    store.add(stage.close())
+    return store
+
+
+@pytest.mark.parametrize("killed_after", [150, 330, 640, 700])
+def test_stage_resumed_from_what_it_still_needed_stores_what_an_uninterrupted_one_does(killed_after):
+    store = Store()
+    first = HostStage(SETTINGS)
+    run(first, FRAMES[:killed_after], store)
+    resume_from = first.needed_since_ns("resume-host")
+    second = HostStage(SETTINGS, lambda host, version: store.baseline)
+    run(second, [f for f in FRAMES[killed_after - 1::-1] if f.timestamp_ns >= resume_from][::-1]
+        + FRAMES[killed_after:], store)
+    store.add(second.close())
+    expected = uninterrupted()
+    assert store.windows.keys() == expected.windows.keys()
+    assert store.windows == expected.windows
+    assert store.anomalies == expected.anomalies
+    assert store.alerts.keys() == expected.alerts.keys()
+
+
+def test_a_stage_with_an_open_incident_needs_its_first_window_again():
+    stage = HostStage(SETTINGS)
+    run(stage, FRAMES[:700], Store())
+    assert stage.incidents.open_incidents()
+    assert stage.needed_since_ns("resume-host") == stage.incidents.open_incidents()[0].start_ns
+
+
+def test_a_forgotten_host_needs_nothing():
+    stage = HostStage(SETTINGS)
+    run(stage, FRAMES[:100], Store())
+    assert stage.needed_since_ns("resume-host") is not None
+    stage.forget("resume-host")
+    assert stage.needed_since_ns("resume-host") is None and "resume-host" not in stage.pipelines

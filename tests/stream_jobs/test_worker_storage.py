@@ -1,0 +1,82 @@
+"""The worker shell's storage loop against real embedded ClickHouse: records are released only after their rows
+are stored; failed inserts back off and are logged once per change of state; a full queue pauses the input."""
+
+import asyncio
+import logging
+import subprocess
+from pathlib import Path
+from urllib.parse import urlparse
+
+from stream_jobs.faust_app import WorkerSettings, WorkerShell
+
+
+class Record:
+    def __init__(self):
+        self.acked = False
+
+    def ack(self):
+        self.acked = True
+
+
+def shell_for(chdb_dsn: str, database: str, **settings) -> WorkerShell:
+    return WorkerShell(WorkerSettings("127.0.0.1:1", chdb_dsn, database, **settings))
+
+
+def frames_folder(chdb_dsn: str, database: str) -> str:
+    return str((Path(urlparse(chdb_dsn).path) / "data" / database / "frames").resolve())
+
+
+def test_records_are_released_only_after_a_successful_flush_and_failures_back_off(chdb_dsn, database, caplog):
+    shell = shell_for(chdb_dsn, database, storage_retry_max_s=4.0)
+    record = Record()
+    shell.releases.done(record)
+    shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]]])
+    caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
+    folder = frames_folder(chdb_dsn, database)
+    subprocess.run(["chattr", "+i", folder], check=True)  # even root cannot add a part to an immutable folder
+    try:
+        asyncio.run(shell.flush())
+        assert not record.acked and shell.backoff.failures == 1
+        asyncio.run(shell.flush())  # not due yet: no attempt
+        shell.backoff.next_attempt_at = 0.0
+        asyncio.run(shell.flush())
+    finally:
+        subprocess.run(["chattr", "-i", folder], check=True)
+    assert shell.backoff.failures == 2 and shell.counters.storage_errors == 2
+    assert caplog.text.count("ClickHouse unavailable") == 1 and shell.writer.pending_rows() == 1
+
+    shell.backoff.next_attempt_at = 0.0
+    asyncio.run(shell.flush())
+    assert record.acked and not shell.backoff.failing and shell.writer.pending_rows() == 0
+    assert caplog.text.count("ClickHouse writable again after") == 1
+
+
+def test_a_full_queue_is_written_at_once_while_clickhouse_is_healthy(chdb_dsn, database):
+    shell = shell_for(chdb_dsn, database, max_pending_rows=2)
+    shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
+    asyncio.run(shell.wait_for_room())
+    assert shell.writer.pending_rows() == 0 and not shell.paused
+
+
+def test_a_full_queue_pauses_input_while_clickhouse_refuses_rows(chdb_dsn, database, caplog):
+    shell = shell_for(chdb_dsn, database, max_pending_rows=2)
+    shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
+    caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
+    folder = frames_folder(chdb_dsn, database)
+
+    async def input_waits_for_storage():
+        subprocess.run(["chattr", "+i", folder], check=True)
+        try:
+            await shell.flush()
+            waiting = asyncio.create_task(shell.wait_for_room())
+            await asyncio.sleep(0.3)
+            assert not waiting.done() and shell.paused
+        finally:
+            subprocess.run(["chattr", "-i", folder], check=True)
+        shell.backoff.next_attempt_at = 0.0
+        await shell.flush()
+        await asyncio.wait_for(waiting, 2.0)
+
+    asyncio.run(input_waits_for_storage())
+    assert not shell.paused and caplog.text.count("consumption paused") == 1
+    assert caplog.text.count("consumption resumed") == 1
