@@ -3,7 +3,9 @@ state in memory still depends on, so a worker killed at any instant loses nothin
 
 A frame is released once its host's state no longer needs it (windows in progress, a baseline being learned, an
 open incident: see HostStage.needed_since_ns) and once the rows it produced are in ClickHouse. Records are opaque
-here (Faust events in the worker); `max_held_s` bounds how far back a host may hold its frames.
+here (Faust events in the worker); `max_held_s` bounds how far back a host may hold its frames. Offsets are per
+partition, so hosts sharing a partition start again from the earliest need among them: the others judge some stored
+windows again, identically, but may see the tail of an incident that ended in that span and announce it afresh.
 """
 
 from __future__ import annotations
