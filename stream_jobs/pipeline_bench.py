@@ -66,6 +66,7 @@ class PipelineBenchResult:
     consumed_frames_per_s: float = 0.0
     anomaly_latencies_s: list[float] = field(default_factory=list)
     alert_latencies_s: list[float] = field(default_factory=list)
+    peer_latencies_s: list[float] = field(default_factory=list)
     lag_start: int = 0
     lag_end: int = 0
     lag_slope_per_s: float = 0.0
@@ -87,15 +88,18 @@ class PipelineBenchResult:
         channels = self.settings.channels
         anomaly_p50, anomaly_p99 = percentiles(self.anomaly_latencies_s)
         alert_p50, alert_p99 = percentiles(self.alert_latencies_s)
+        peer_p50, peer_p99 = percentiles(self.peer_latencies_s)
         return {"channel_samples_per_s": channels * self.stored_frames_per_s,
                 "offered_channel_samples_per_s": channels * self.settings.offered_frames_per_s,
                 "consumed_channel_samples_per_s": channels * self.consumed_frames_per_s,
                 "anomaly_latency_p50_s": anomaly_p50, "anomaly_latency_p99_s": anomaly_p99,
                 "alert_latency_p50_s": alert_p50, "alert_latency_p99_s": alert_p99,
+                "peer_anomaly_latency_p50_s": peer_p50, "peer_anomaly_latency_p99_s": peer_p99,
                 "lag_start_records": float(self.lag_start), "lag_end_records": float(self.lag_end),
                 "lag_slope_records_per_s": self.lag_slope_per_s,
                 "worker_cpu_percent_of_core": self.worker_cpu_percent,
                 "producer_cpu_percent_of_core": self.producer_cpu_percent,
+                "worker_rss_idle_mb": self.idle_rss_bytes / 2**20, "worker_rss_end_mb": self.end_rss_bytes / 2**20,
                 "memory_mb_per_host": memory_per_host(self.idle_rss_bytes, self.end_rss_bytes,
                                                       self.settings.hosts) / 2**20,
                 "kafka_bytes_per_channel_sample": self.kafka_bytes / max(self.channel_samples, 1),
@@ -197,11 +201,13 @@ class PipelineBench:
             self.lag.stop()
             if self.listener is not None:
                 self.listener.stop()
-            for worker in self.workers:
-                worker.stop()
+            exit_codes = [worker.stop() for worker in self.workers]
             producer.join(10)
             if producer.is_alive():
                 producer.kill()
+        for worker, code in zip(self.workers, exit_codes):
+            if code != 0:
+                raise RuntimeError(f"worker {worker.pid} exited with {code}; its log ends:\n{worker.log_tail()}")
         self._read_storage()
         return self.result
 
@@ -265,7 +271,8 @@ class PipelineBench:
 
     def _summarise(self, start_ns: int) -> None:
         result, offset = self.result, self.result.replay.started_ns - start_ns
-        for kind, target in (("anomaly", result.anomaly_latencies_s), ("alert-open", result.alert_latencies_s)):
+        for kind, target in (("anomaly", result.anomaly_latencies_s), ("alert", result.alert_latencies_s),
+                             ("peer-anomaly", result.peer_latencies_s)):
             found = [f for f in self.listener.findings if f.kind == kind]
             target.extend(latencies_s([f.window_end_ns for f in found], [f.received_ns for f in found], offset))
         steady_from, replay_end = self.steady

@@ -140,12 +140,34 @@ class LagProbe:
 
 @dataclass(frozen=True)
 class Finding:
-    """An anomaly or an alert as it arrived: which window it is about, and when it was received (wall clock)."""
+    """An anomaly or an opened alert as it arrived: its kind, the window it is about, when it was received (wall
+    clock). Kinds: 'anomaly' and 'alert' from a host's own detectors, 'peer-anomaly' and 'peer-alert' from the
+    cluster stage (which waits for stragglers before it compares a window)."""
 
     kind: str
     host: str
     window_end_ns: int
     received_ns: int
+
+
+CLUSTER_DETECTORS = frozenset({"peer", "retransmissions"})
+
+
+def finding_of(topic_kind: str, value: bytes, received_ns: int) -> Finding | None:
+    """The finding in an anomaly or alert message; None for an alert that is not an opening, or bytes that are not
+    a record."""
+    try:
+        if topic_kind == "anomaly":
+            anomaly = decode_anomaly(value)
+            origin = "peer-" if CLUSTER_DETECTORS & set(anomaly.detectors) else ""
+            return Finding(f"{origin}anomaly", anomaly.host, anomaly.window_end_ns, received_ns)
+        alert = decode_alert(value)
+    except (DecodeError, ValueError, TypeError, KeyError):
+        return None
+    if alert.state != "open":
+        return None
+    origin = "peer-" if alert.kind in CLUSTER_DETECTORS else ""
+    return Finding(f"{origin}alert", alert.host, alert.end_ns, received_ns)
 
 
 class FindingsListener:
@@ -156,7 +178,7 @@ class FindingsListener:
                                   "auto.offset.reset": "earliest", "enable.auto.commit": False,
                                   "fetch.wait.max.ms": 10, "log_level": 0})
         self.consumer.subscribe([topics.anomalies, topics.alerts])
-        self.anomalies_topic = topics.anomalies
+        self.kinds = {topics.anomalies: "anomaly", topics.alerts: "alert"}
         self.findings: list[Finding] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="findings-listener", daemon=True)
@@ -178,16 +200,6 @@ class FindingsListener:
             message = self.consumer.poll(0.2)
             if message is None or message.error():
                 continue
-            finding = self._finding(message, time.time_ns())
+            finding = finding_of(self.kinds[message.topic()], message.value(), time.time_ns())
             if finding is not None:
                 self.findings.append(finding)
-
-    def _finding(self, message, received_ns: int) -> Finding | None:
-        try:
-            if message.topic() == self.anomalies_topic:
-                anomaly = decode_anomaly(message.value())
-                return Finding("anomaly", anomaly.host, anomaly.window_end_ns, received_ns)
-            alert = decode_alert(message.value())
-        except (DecodeError, ValueError, TypeError, KeyError):
-            return None
-        return Finding(f"alert-{alert.state}", alert.host, alert.end_ns, received_ns)

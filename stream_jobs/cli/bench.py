@@ -104,9 +104,9 @@ def handle_pipeline(args) -> int:
     replay = result.replay
     print(f"\npipeline: {args.hosts} hosts × {args.channels} channels every {args.interval:g} s for "
           f"{args.duration:g} s through {args.workers} worker(s); {replay.frames} frames sent, "
-          f"{result.frames_stored} stored; {len(result.anomaly_latencies_s)} anomalies and "
-          f"{len(result.alert_latencies_s)} alerts opened; replay at most {replay.max_behind_s * 1e3:.0f} ms "
-          f"behind schedule")
+          f"{result.frames_stored} stored; {len(result.anomaly_latencies_s)} anomalies, "
+          f"{len(result.alert_latencies_s)} alerts opened, {len(result.peer_latencies_s)} peer anomalies (compared "
+          f"once later windows arrive); replay at most {replay.max_behind_s * 1e3:.0f} ms behind schedule")
     print(f"{'figure':38s} {'measured':>14s} {'goal':>12s}")
     for name, value in result.figures().items():
         print(_figure_line(name, value, PIPELINE_GOALS.get(name)))

@@ -11,7 +11,8 @@ from stream_jobs.cli.bench import _figure_line
 from stream_jobs.pipeline_bench import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, consumed_rate,
                                         cpu_percent, lag_is_growing, lag_slope, latencies_s, memory_per_host,
                                         percentiles, steady_rate)
-from stream_jobs.pipeline_probes import ProcessSample
+from schemas.records import Alert, Anomaly, encode_alert, encode_anomaly
+from stream_jobs.pipeline_probes import Finding, ProcessSample, finding_of
 
 
 def test_percentiles_of_nothing_are_nan_and_of_values_interpolate():
@@ -98,3 +99,20 @@ def test_more_workers_than_sample_partitions_is_a_clear_error():
     result = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "bench", "pipeline", "--workers", "9"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--workers 9" in result.stderr and "1 to 6 workers" in result.stderr
+
+
+def anomaly(detectors: tuple[str, ...]) -> Anomaly:
+    return Anomaly("h1", "bench", 7, 4_000_000_000, 7_000_000_000, detectors, 9.0, 1.0, "cpu", "claim", ())
+
+
+def alert(state: str, kind: str = "anomaly") -> Alert:
+    return Alert("a1", "h1", "bench", state, 5_000_000_000, 7_000_000_000, 3.0, "cpu", "summary", kind=kind)
+
+
+def test_findings_tell_host_detectors_from_the_cluster_stage_and_keep_only_openings():
+    assert finding_of("anomaly", encode_anomaly(anomaly(("zscore",))), 9) == Finding("anomaly", "h1", 7_000_000_000, 9)
+    assert finding_of("anomaly", encode_anomaly(anomaly(("peer",))), 9).kind == "peer-anomaly"
+    assert finding_of("alert", encode_alert(alert("open")), 9) == Finding("alert", "h1", 7_000_000_000, 9)
+    assert finding_of("alert", encode_alert(alert("open", kind="retransmissions")), 9).kind == "peer-alert"
+    assert finding_of("alert", encode_alert(alert("update")), 9) is None
+    assert finding_of("anomaly", b"\x00not a record", 9) is None
