@@ -7,11 +7,11 @@ import sys
 import pytest
 
 from producers.paced_replay import ReplayReport
+from schemas.records import Alert, Anomaly, encode_alert, encode_anomaly
 from stream_jobs.cli.bench import _figure_line
 from stream_jobs.pipeline_bench import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, consumed_rate,
                                         cpu_percent, lag_is_growing, lag_slope, latencies_s, memory_per_host,
                                         percentiles, steady_rate)
-from schemas.records import Alert, Anomaly, encode_alert, encode_anomaly
 from stream_jobs.pipeline_probes import Finding, ProcessSample, finding_of
 
 
