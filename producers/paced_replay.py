@@ -18,8 +18,9 @@ from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import encode_catalog, encode_frame
 from schemas.topics import TopicNames
 
-STEPPED_CHANNEL = "cpu.busy.cpu0"
 STEP_OFFSET = 30.0
+STEPPED_SHARE = 0.25  # of a host's CPU gauges: the detectors average over every feature, so one channel in 700 is
+                      # too faint to flag, while a quarter of the CPUs 30 points busier is a contention episode
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,12 @@ def host_name(index: int) -> str:
     return f"bench-host-{index:03d}"
 
 
+def stepped_channels(catalog, start_s: float) -> tuple[StepChange, ...]:
+    """The step change of a stepped host: a quarter of its CPU gauges (at least one) become 30 points busier."""
+    gauges = [name for name, kind in zip(catalog.names, catalog.kinds) if kind == "gauge"]
+    return tuple(StepChange(name, start_s, STEP_OFFSET) for name in gauges[:max(1, round(len(gauges) * STEPPED_SHARE))])
+
+
 def encode_fleet(settings: FleetSettings, start_ns: int) -> EncodedFleet:
     """Every host's catalog and frames, encoded; the first `stepped_hosts` hosts carry a step change."""
     fleet = EncodedFleet(start_ns, ticks=[[] for _ in range(settings.ticks)])
@@ -75,8 +82,7 @@ def encode_fleet(settings: FleetSettings, start_ns: int) -> EncodedFleet:
     for index in range(settings.hosts):
         catalog = synthetic_catalog(host_name(index), "bench", gauges=gauges,
                                     counters=settings.channels - gauges - 1, interval_s=settings.interval_s)
-        steps = (StepChange(STEPPED_CHANNEL, settings.step_at_s, STEP_OFFSET),) \
-            if index < settings.stepped_hosts else ()
+        steps = stepped_channels(catalog, settings.step_at_s) if index < settings.stepped_hosts else ()
         key = catalog.host.encode()
         fleet.catalogs.append((key, encode_catalog(catalog)))
         frames = synthetic_frames(catalog, start_ns, settings.ticks, seed=settings.seed + index, steps=steps)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from producers.paced_replay import STEP_OFFSET, STEPPED_CHANNEL, FleetSettings, encode_fleet, host_name
+from producers.paced_replay import STEP_OFFSET, FleetSettings, encode_fleet, host_name
 from schemas.records import decode_catalog, decode_frame
 
 T0 = 1_700_000_000_000_000_000
@@ -22,8 +22,10 @@ def test_each_tick_holds_one_frame_per_host_in_time_order():
 def test_only_stepped_hosts_carry_the_step_from_its_time_on():
     settings = FleetSettings(hosts=2, channels=20, interval_s=0.1, duration_s=4.0, step_at_s=2.0, stepped_hosts=1)
     fleet = encode_fleet(settings, T0)
-    column = decode_catalog(fleet.catalogs[0][1]).names.index(STEPPED_CHANNEL)
-    series = np.array([[decode_frame(v).values[column] for _, v in tick] for tick in fleet.ticks])
-    before, after = series[:20].mean(axis=0), series[20:].mean(axis=0)
-    assert after[0] - before[0] > STEP_OFFSET - 3
-    assert abs(after[1] - before[1]) < 3
+    names = decode_catalog(fleet.catalogs[0][1]).names
+    values = np.array([[decode_frame(v).values for _, v in tick] for tick in fleet.ticks])  # tick, host, channel
+    shift = values[20:].mean(axis=0) - values[:20].mean(axis=0)
+    gauges = [i for i, name in enumerate(names) if name.startswith("cpu.busy.")]
+    stepped = [i for i in gauges if shift[0, i] > STEP_OFFSET - 3]
+    assert [names[i] for i in stepped] == ["cpu.busy.cpu0", "cpu.busy.cpu1", "cpu.busy.cpu2"]  # 12 gauges / 4
+    assert np.abs(shift[1, gauges]).max() < 3 and np.abs(shift[0, gauges[3:]]).max() < 3
