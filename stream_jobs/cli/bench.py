@@ -112,6 +112,9 @@ def handle_pipeline(args) -> int:
         print(_figure_line(name, value, PIPELINE_GOALS.get(name)))
     print(f"lag {'GROWS' if result.lag_grows else 'holds'}: {result.lag_start} records behind at the start of "
           f"the steady part, {result.lag_end} at its end ({result.lag_slope_per_s:+.1f} records/s over its last half)")
+    if any(result.worker_exit_codes):
+        print(f"workers exited with {result.worker_exit_codes}: one that did not stop within a minute of SIGTERM "
+              f"(its event loop busy) was killed; what it had stored is counted")
     if result.profile is not None:
         _print_profile(result.profile)
     return 0
