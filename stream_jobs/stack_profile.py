@@ -49,27 +49,36 @@ def frame_name(frame: str) -> str:
 
 
 def package_of(frame: str) -> str:
-    """The installed package a frame's file belongs to, its folder in Reveal, its standard library module, or
-    'python'.
+    """The package or standard library module a frame's file belongs to, or its folder in Reveal. py-spy names files
+    relative to the sys.path entry they were found under, or absolute when they were not on it.
 
     >>> package_of("insert (/usr/lib/python3.11/site-packages/clickhouse_connect/driver/client.py:5)")
     'clickhouse_connect'
-    >>> package_of("push (/work/wt/stream_jobs/engine/windows.py:60)")
+    >>> package_of("svd (numpy/linalg/_linalg.py:1810)")
+    'numpy'
+    >>> package_of("push (stream_jobs/engine/windows.py:60)")
     'stream_jobs/engine'
-    >>> package_of("_run_once (/usr/lib/python3.11/asyncio/base_events.py:1922)")
+    >>> package_of("_run_once (asyncio/base_events.py:1922)")
     'asyncio'
+    >>> package_of("iterencode (/usr/lib/python3.11/json/encoder.py:200)")
+    'json'
     """
     match = _FRAME.match(frame)
     path = match["file"] if match else frame
     site = _SITE.search(path)
     if site:
         return site["package"].removesuffix(".py")
-    for root in ("stream_jobs", "producers", "schemas", "sinks"):
-        if f"{root}/" in path:
-            parts = path.split(f"{root}/", 1)[1].split("/")
-            return root if len(parts) == 1 else f"{root}/{parts[0]}"
     standard = _STANDARD.search(path)
-    return standard["module"].removesuffix(".py") if standard else "python"
+    if standard:
+        return standard["module"].removesuffix(".py")
+    parts = path.lstrip("/").split("/")
+    for index, part in enumerate(parts[:-1]):
+        if part in ("stream_jobs", "producers", "schemas", "sinks"):
+            rest = parts[index + 1:]
+            return part if len(rest) == 1 else f"{part}/{rest[0]}"
+    if path.startswith("<"):
+        return "python"
+    return parts[0].removesuffix(".py") if not path.startswith("/") else "python"
 
 
 def summarise_collapsed(lines) -> ProfileSummary:
