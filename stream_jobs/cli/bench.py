@@ -32,6 +32,27 @@ def register(commands) -> None:
     engine.add_argument("--hosts", type=int, default=4, metavar="N")
     engine.add_argument("--channels", type=int, default=700, metavar="C")
     engine.set_defaults(handler=handle_engine)
+    pipeline = benches.add_parser(
+        "pipeline", help="sustained channel-samples/s, alert latency, lag and memory per host through Kafka and workers",
+        description="Replay --hosts synthetic hosts of --channels channels in real time (frames encoded beforehand, "
+                    "published by a separate process) through the broker into --workers real Faust workers storing "
+                    "in chDB, with a step change on one host in ten late in the run, and print: channel-samples per "
+                    "second stored over the steady part, anomaly and alert latency after their window closed "
+                    "(p50/p99), the consumer group's lag and whether it grows, worker CPU, worker memory per "
+                    "tracked host (growth over idle workers), and bytes per channel-sample on Kafka (after "
+                    "compression) and in ClickHouse (the frames table's compressed parts).")
+    pipeline.add_argument("--hosts", type=int, default=10, metavar="N")
+    pipeline.add_argument("--channels", type=int, default=700, metavar="C")
+    pipeline.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S")
+    pipeline.add_argument("--duration", type=positive_seconds, default=60.0, metavar="S")
+    pipeline.add_argument("--workers", type=int, default=1, metavar="K",
+                          help="workers in one consumer group (default: 1)")
+    pipeline.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
+                          help="Kafka broker (default: 127.0.0.1:9092; infra/kafka/start.sh)")
+    pipeline.add_argument("--profile", default="", metavar="FILE",
+                          help="sample the first worker with py-spy over the steady part, write its collapsed stacks "
+                               "to FILE and print where its time goes (needs py-spy and ptrace rights)")
+    pipeline.set_defaults(handler=handle_pipeline)
 
 
 def handle_agent(args) -> int:
@@ -68,3 +89,53 @@ def handle_engine(args) -> int:
     print(f"{'memory_mb_per_host':36s} {memory_mb:10.2f}  goal ≤ {ENGINE_GOALS['memory_mb_per_host']:g}"
           f"  {'ok' if memory_mb <= ENGINE_GOALS['memory_mb_per_host'] else 'MISSED'}")
     return 0
+
+
+def handle_pipeline(args) -> int:
+    from stream_jobs.cli import CommandError
+    from stream_jobs.pipeline_bench import GOALS as PIPELINE_GOALS, PipelineBenchSettings, bench_pipeline
+
+    if args.hosts < 1 or args.channels < 3 or not 1 <= args.workers <= 6:
+        raise CommandError(f"--hosts {args.hosts}, --channels {args.channels}, --workers {args.workers}: expected "
+                           f"at least 1 host, at least 3 channels and 1 to 6 workers (the samples topic's partitions)")
+    settings = PipelineBenchSettings(args.hosts, args.channels, args.interval, args.duration, args.workers,
+                                     args.bootstrap, profile_path=args.profile)
+    result = bench_pipeline(settings)
+    replay = result.replay
+    print(f"\npipeline: {args.hosts} hosts × {args.channels} channels every {args.interval:g} s for "
+          f"{args.duration:g} s through {args.workers} worker(s); {replay.frames} frames sent, "
+          f"{result.frames_stored} stored; {len(result.anomaly_latencies_s)} anomalies, "
+          f"{len(result.alert_latencies_s)} alerts opened, {len(result.peer_latencies_s)} peer anomalies (compared "
+          f"once later windows arrive); replay at most {replay.max_behind_s * 1e3:.0f} ms behind schedule")
+    print(f"{'figure':38s} {'measured':>14s} {'goal':>12s}")
+    for name, value in result.figures().items():
+        print(_figure_line(name, value, PIPELINE_GOALS.get(name)))
+    print(f"lag {'GROWS' if result.lag_grows else 'holds'}: {result.lag_start} records behind at the start of "
+          f"the steady part, {result.lag_end} at its end ({result.lag_slope_per_s:+.1f} records/s over its last half)")
+    if any(result.worker_exit_codes):
+        print(f"workers exited with {result.worker_exit_codes}: one that did not stop within a minute of SIGTERM "
+              f"(its event loop busy) was killed; what it had stored is counted")
+    if result.profile is not None:
+        _print_profile(result.profile)
+    return 0
+
+
+def _print_profile(profile) -> None:
+    """Where the profiled worker's time goes: by package, by function's own time, by function with callees."""
+    print(f"\nworker profile: {profile.samples} samples of running threads")
+    for title, counts, top in (("by package (own time)", profile.packages, 12),
+                               ("by function (own time)", profile.own, 15),
+                               ("by function (with callees)", profile.inclusive, 25)):
+        print(f"  {title}:")
+        for name, share in profile.share(counts, top):
+            print(f"    {100 * share:5.1f} %  {name}")
+
+
+def _figure_line(name: str, value: float, goal: tuple[str, float] | None) -> str:
+    """A figure next to its goal, with ok or MISSED."""
+    if goal is None:
+        return f"{name:38s} {value:14.3f}"
+    sense, target = goal
+    met = value >= target if sense == ">=" else value <= target
+    return f"{name:38s} {value:14.3f} {(sense.replace('>=', '≥').replace('<=', '≤') + f' {target:g}'):>12s}" \
+           f"  {'ok' if met else 'MISSED'}"

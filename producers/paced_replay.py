@@ -1,0 +1,138 @@
+"""Replays a fleet of synthetic hosts through Kafka in real time, for the pipeline benchmark.
+
+Every frame is encoded before the clock starts, so publishing costs little more than handing bytes to the client:
+what the benchmark measures is the broker and the workers, not the producer. Frames of all hosts share a tick, as
+agents on synchronised hosts do, and are published at `start + tick × interval`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import Producer
+
+from producers.publisher import producer_config
+from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
+from schemas.records import encode_catalog, encode_frame
+from schemas.topics import TopicNames
+
+STEP_OFFSET = 30.0
+STEPPED_SHARE = 0.25  # of a host's CPU gauges: the detectors average over every feature, so one channel in 700 is
+                      # too faint to flag, while a quarter of the CPUs 30 points busier is a contention episode
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    """The synthetic fleet: how many hosts, how wide, how fast, for how long, and which hosts change late on."""
+
+    hosts: int
+    channels: int = 700
+    interval_s: float = 0.1
+    duration_s: float = 60.0
+    step_at_s: float = 42.0
+    stepped_hosts: int = 1
+    seed: int = 0
+
+    @property
+    def ticks(self) -> int:
+        return max(1, round(self.duration_s / self.interval_s))
+
+
+@dataclass
+class EncodedFleet:
+    """Catalog messages, and per tick the frame message of every host, all as (key, value) ready to send."""
+
+    start_ns: int
+    catalogs: list[tuple[bytes, bytes]] = field(default_factory=list)
+    ticks: list[list[tuple[bytes, bytes]]] = field(default_factory=list)
+
+    @property
+    def frame_bytes(self) -> int:
+        return sum(len(value) for tick in self.ticks for _, value in tick)
+
+
+@dataclass
+class ReplayReport:
+    """What the replay did: when it started (wall clock), how late it ran against its schedule, what it sent."""
+
+    started_ns: int = 0
+    frames: int = 0
+    frame_bytes: int = 0
+    max_behind_s: float = 0.0
+    wire_bytes: int = 0
+    undelivered: int = 0
+
+
+def host_name(index: int) -> str:
+    return f"bench-host-{index:03d}"
+
+
+def stepped_channels(catalog, start_s: float) -> tuple[StepChange, ...]:
+    """The step change of a stepped host: a quarter of its CPU gauges (at least one) become 30 points busier."""
+    gauges = [name for name, kind in zip(catalog.names, catalog.kinds) if kind == "gauge"]
+    return tuple(StepChange(name, start_s, STEP_OFFSET) for name in gauges[:max(1, round(len(gauges) * STEPPED_SHARE))])
+
+
+def encode_fleet(settings: FleetSettings, start_ns: int) -> EncodedFleet:
+    """Every host's catalog and frames, encoded; the first `stepped_hosts` hosts carry a step change."""
+    fleet = EncodedFleet(start_ns, ticks=[[] for _ in range(settings.ticks)])
+    gauges = int(settings.channels * 0.6)
+    for index in range(settings.hosts):
+        catalog = synthetic_catalog(host_name(index), "bench", gauges=gauges,
+                                    counters=settings.channels - gauges - 1, interval_s=settings.interval_s)
+        steps = stepped_channels(catalog, settings.step_at_s) if index < settings.stepped_hosts else ()
+        key = catalog.host.encode()
+        fleet.catalogs.append((key, encode_catalog(catalog)))
+        frames = synthetic_frames(catalog, start_ns, settings.ticks, seed=settings.seed + index, steps=steps)
+        for tick, frame in zip(fleet.ticks, frames):
+            tick.append((key, encode_frame(frame)))
+    return fleet
+
+
+def publish_paced(producer: Producer, topics: TopicNames, fleet: EncodedFleet, interval_s: float) -> ReplayReport:
+    """Catalogs first, then each tick's frames at its time on the wall clock; returns when the last tick is sent."""
+    for key, value in fleet.catalogs:
+        producer.produce(topics.catalog, value, key=key)
+    producer.flush(30)
+    report = ReplayReport(started_ns=time.time_ns())
+    started = time.monotonic()
+    for index, tick in enumerate(fleet.ticks):
+        delay = started + index * interval_s - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        report.max_behind_s = max(report.max_behind_s, -delay)
+        for key, value in tick:
+            _produce(producer, topics.samples, key, value)
+            report.frames += 1
+            report.frame_bytes += len(value)
+        producer.poll(0)
+    return report
+
+
+def _produce(producer: Producer, topic: str, key: bytes, value: bytes) -> None:
+    while True:
+        try:
+            producer.produce(topic, value, key=key)
+            return
+        except BufferError:
+            producer.poll(0.05)  # the client's queue is full: let deliveries drain it
+
+
+def replay_fleet(bootstrap: str, prefix: str, settings: FleetSettings, start_ns: int, ready, go, results) -> None:
+    """Process entry point: encode the fleet, say so on `ready`, wait for `go`, replay, put the report on
+    `results`. The client's statistics give the bytes it really sent, after compression."""
+    fleet = encode_fleet(settings, start_ns)
+    statistics: list[dict] = []
+    producer = Producer(producer_config(bootstrap, {"statistics.interval.ms": 1000,
+                                                    "stats_cb": lambda text: statistics.append(json.loads(text))}))
+    ready.set()
+    go.wait()
+    report = publish_paced(producer, TopicNames(prefix), fleet, settings.interval_s)
+    report.undelivered = producer.flush(60)
+    time.sleep(1.2)  # one more statistics interval, so the last batches are counted
+    producer.poll(0)
+    if statistics:
+        report.wire_bytes = sum(broker["txbytes"] for broker in statistics[-1]["brokers"].values())
+    results.put(report)
