@@ -48,7 +48,10 @@ class KafkaFramePublisher:
         self.topics = topics
         self.stats = DeliveryStats()
         self.spool = DiskSpool(spool_dir, spool_max_bytes) if spool_dir else None
-        self.producer = Producer({**producer_config(bootstrap, extra_config), "error_cb": self._on_client_error})
+        self._config = {**producer_config(bootstrap, extra_config), "error_cb": self._on_client_error}
+        self.producer = Producer(self._config)
+        self._fatal = threading.Event()
+        self._renewal = threading.Lock()
         self._broker_down = threading.Event()
         self._failed: deque[SpooledRecord] = deque()
         self._replay_failures = 0
@@ -102,11 +105,17 @@ class KafkaFramePublisher:
     def _produce(self, record: SpooledRecord, replay: bool) -> None:
         callback = self._on_replayed if replay else self._on_delivery
         while True:
+            if self._fatal.is_set():
+                self._renew_producer()
             try:
                 self.producer.produce(record.topic, record.value, key=record.key, on_delivery=callback)
                 break
             except BufferError:
                 self.producer.poll(0.05)  # the local queue is full: let deliveries drain it
+            except KafkaException as error:
+                if not error.args[0].fatal():
+                    raise
+                self._fatal.set()
         self.stats.sent += 1
         self.producer.poll(0)
 
@@ -128,7 +137,27 @@ class KafkaFramePublisher:
         else:
             self._replay_failures += 1
 
+    def _renew_producer(self) -> None:
+        """An idempotent producer that hit a fatal error (the broker lost its sequence state, as after a crash)
+        cannot send again: fail what it still holds (so it is spooled and replayed) and start a new one."""
+        with self._renewal:
+            if not self._fatal.is_set():
+                return
+            old, self.producer = self.producer, Producer(self._config)
+            self._fatal.clear()
+        log.warning("Kafka producer stopped on a fatal error; a new one takes over and unacknowledged frames are "
+                    "sent again")
+        try:
+            old.purge()
+        except KafkaException:
+            pass
+        old.poll(0)
+        if self.spool is not None:
+            self._broker_down.set()
+
     def _on_client_error(self, error: KafkaError) -> None:
+        if error.fatal():
+            self._fatal.set()
         if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT) and self.spool is not None:
             if not self._broker_down.is_set():
                 log.warning("Kafka unreachable (%s): frames go to the spool %s", error.str(), self.spool.directory)
@@ -136,6 +165,8 @@ class KafkaFramePublisher:
 
     def _drain_loop(self) -> None:
         while not self._stop.wait(1.0):
+            if self._fatal.is_set():
+                self._renew_producer()
             if self._broker_down.is_set() and self._broker_answers():
                 self._replay(timeout_s=30.0)
 
