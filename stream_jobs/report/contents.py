@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from stream_jobs.report.data import (Buckets, CauseSlot, Fault, Implicated, Incident, ReportStore, Scope, Score,
+from schemas.records import Alert
+from stream_jobs.report.data import (Buckets, CauseSlot, Fault, Implicated, ReportStore, Scope, Score,
                                      ScoreSeries, Trace)
 from stream_jobs.report.series import bucket_ns
 
@@ -49,7 +50,7 @@ class ReportData:
     traces: list[ChannelTrace] = field(default_factory=list)
     untraced: list[Implicated] = field(default_factory=list)
     cross_host: list[CrossHost] = field(default_factory=list)
-    incidents: list[Incident] = field(default_factory=list)
+    incidents: list[Alert] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     scores: list[Score] = field(default_factory=list)
 

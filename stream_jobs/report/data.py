@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from schemas.records import Alert
 from stream_jobs.report.series import counter_rates, is_cumulative
 
 IN_SCOPE = ("(empty({hosts:Array(String)}) OR has({hosts:Array(String)}, host)) "
@@ -66,7 +67,7 @@ WHERE host = {host:String} AND catalog_version = {version:UInt32} AND toUnixTime
 GROUP BY intDiv(toUnixTimestamp64Nano(ts) - {origin:Int64}, {bucket:Int64}) AS slot
 ORDER BY slot"""
 INCIDENTS_SQL = f"""
-SELECT alert_id, host, state, toUnixTimestamp64Nano(start), toUnixTimestamp64Nano(end), severity, subsystem,
+SELECT alert_id, host, cluster, state, toUnixTimestamp64Nano(start), toUnixTimestamp64Nano(end), severity, subsystem,
        summary, hint, kind
 FROM {{db:Identifier}}.alerts WHERE {IN_SCOPE}
 ORDER BY alert_id, indexOf(['open', 'update', 'closed'], state) DESC, end DESC LIMIT 1 BY alert_id"""
@@ -144,22 +145,6 @@ class Trace:
     is_rate: bool
     times_ns: tuple[int, ...]
     values: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class Incident:
-    """The latest state of one alert."""
-
-    alert_id: str
-    host: str
-    state: str
-    start_ns: int
-    end_ns: int
-    severity: float
-    subsystem: str
-    summary: str
-    hint: str
-    kind: str
 
 
 @dataclass(frozen=True)
@@ -271,11 +256,11 @@ class ReportStore:
         rows = self._bucketed(TRACE_SQL, buckets, host=host, version=version, position=position)
         return [(int(at), float(last if is_cumulative(kind) else mean)) for at, mean, last in rows]
 
-    def incidents(self) -> list[Incident]:
+    def incidents(self) -> list[Alert]:
         """The latest state of every alert in scope, earliest first."""
         rows = self._rows(INCIDENTS_SQL, time="end")
-        return sorted((Incident(alert_id, host, state, int(start), int(end), float(severity), *rest)
-                       for alert_id, host, state, start, end, severity, *rest in rows),
+        return sorted((Alert(alert_id, host, cluster, state, int(start), int(end), float(severity), *rest)
+                       for alert_id, host, cluster, state, start, end, severity, *rest in rows),
                       key=lambda incident: (incident.start_ns, incident.host))
 
     def faults(self) -> list[Fault]:

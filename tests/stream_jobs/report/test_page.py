@@ -5,16 +5,17 @@ import math
 
 from stream_jobs.report import page
 from stream_jobs.report.contents import ReportData
-from stream_jobs.report.data import Incident, Score, ScoreSeries
+from schemas.records import Alert
+from stream_jobs.report.data import Score, ScoreSeries
 from stream_jobs.report.page import MAX_HOSTS, MAX_TABLE_ROWS, render_report
 
 T0 = 1_700_000_000_000_000_000
 SPAN = (T0, T0 + 100 * 10**9)
 
 
-def incident(index: int, summary: str = "cpu anomaly", hint: str = "") -> Incident:
-    return Incident(f"h:{index}", "h", "closed", T0 + index * 10**9, T0 + (index + 2) * 10**9, 1.5, "cpu", summary,
-                    hint, "anomaly")
+def incident(index: int, summary: str = "cpu anomaly", hint: str = "") -> Alert:
+    return Alert(f"h:{index}", "h", "c", "closed", T0 + index * 10**9, T0 + (index + 2) * 10**9, 1.5, "cpu", summary,
+                 hint, "anomaly")
 
 
 def series(host: str, flagged: bool = False) -> ScoreSeries:
