@@ -8,7 +8,9 @@ Each agent only decodes, calls the stage and forwards what it returns; every dec
 ClickHouse calls run on one dedicated thread so the event loop never blocks on storage. A record's offset is
 committed only once its results are stored and no state in memory depends on it (stream_jobs/releases.py), so a
 worker killed at any instant, or a host moved to another worker, resumes where nothing is lost; records may be
-consumed twice, and the tables' keys store them once. While ClickHouse refuses inserts, rows stay queued, attempts
+consumed twice, and the tables' keys store them once. Each partition is processed in offset order from where its
+last owner committed: a record that arrives past the next expected offset (a fetch from before a rebalance) makes
+the worker read the partition again from that offset rather than skip what lies between. While ClickHouse refuses inserts, rows stay queued, attempts
 back off exponentially, and consumption pauses when the queue is full.
 """
 
@@ -34,7 +36,7 @@ from sinks.retry import Backoff
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.releases import ReleaseTracker
+from stream_jobs.releases import ReadCursors, ReleaseTracker, Verdict
 from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
 
 log = logging.getLogger(__name__)
@@ -68,6 +70,7 @@ class WorkerCounters:
     dead_letters: int = 0
     anomalies: int = 0
     storage_errors: int = 0
+    rereads: int = 0  # partitions read again from the expected offset after a gap
 
 
 class WorkerShell:
@@ -83,6 +86,7 @@ class WorkerShell:
         self.stage = HostStage(settings.engine, self.saved_baseline)
         self.cluster = ClusterStage()
         self.releases = ReleaseTracker(settings.max_held_s)
+        self.cursors = ReadCursors(compacted_topics=frozenset({settings.topics.catalog}))
         self.backoff = Backoff(first_s=min(0.5, settings.storage_retry_max_s), max_s=settings.storage_retry_max_s)
         self.paused = False
 
@@ -106,31 +110,34 @@ class WorkerShell:
         self.counters.records += 1
         self.last_record_at = time.monotonic()
 
-    def hold_frame(self, frame, event) -> None:
+    def hold_frame(self, frame, entry) -> None:
         """Keep the frame's record unreleased while the host's state depends on it."""
-        self.releases.hold(frame.host, frame.timestamp_ns, event)
+        self.releases.hold(frame.host, frame.timestamp_ns, entry)
         self.releases.advance(frame.host, self.stage.needed_since_ns(frame.host))
 
     def forget_hosts(self) -> None:
         """Partitions were revoked: drop every host's state; what was not released is consumed again."""
         for host in set(self.stage.pipelines) | set(self.stage.catalogs):
             self.stage.forget(host)
-            self.releases.forget(host)
-        self.releases.take_ready()
+        self.releases.forget_all()
+        self.cursors.reset()
         log.info("partitions revoked: host state dropped, unreleased records will be consumed again")
 
     async def flush(self) -> None:
         """Store the queued rows, then release the records they came from; while ClickHouse refuses, back off."""
         if not self.backoff.due(time.monotonic()):
             return
-        ready = self.releases.take_ready()
+        ready, generation = self.releases.take_ready(), self.cursors.generation
         try:
             written = await asyncio.get_running_loop().run_in_executor(self.storage_thread, self.writer.flush)
         except StorageError as error:
-            self.releases.put_back(ready)
+            if generation == self.cursors.generation:
+                self.releases.put_back(ready)
             self._storage_failed(error)
             return
         self._storage_recovered(written)
+        if generation != self.cursors.generation:
+            return  # partitions were revoked meanwhile: their new owner, maybe this worker again, reads them again
         for event in ready:
             event.ack()
 
@@ -227,25 +234,77 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
         queue_cluster_output(shell.writer, output)
         await publish_findings(output)
 
-    def release_after_flush(record, event) -> None:
-        shell.releases.done(event)
+    def release_after_flush(record, entry) -> None:
+        shell.releases.done(entry)
 
     async def consume(stream, step: str, decode, handle, forward=publish, hold=release_after_flush) -> None:
-        """Decode each record, dead-letter what cannot be decoded, hand the rest to the stage; offsets are committed
-        when the shell releases the records (after their results are stored)."""
+        """Decode each record in offset order, dead-letter what cannot be decoded, hand the rest to the stage;
+        offsets are committed when the shell releases the records (after their results are stored)."""
         async for event in stream.noack().events():
-            if event.message.tp not in app.consumer.assignment():
-                continue  # its partition was revoked while it was in flight: the new owner consumes it
-            await shell.wait_for_room()
+            message = event.message
+            if not await ready_to_process(message):
+                continue
+            generation = shell.cursors.generation
             shell.note_record()
             try:
                 record = decode(event.value)
             except DecodeError as error:
                 await reject(step, event, error)
-                shell.releases.done(event)
-                continue
-            await forward(handle(record))
-            hold(record, event)
+                record = None
+            else:
+                await forward(handle(record))
+            if generation != shell.cursors.generation:
+                continue  # revoked while it was handled: its state is gone and the new owner reads it again
+            entry = shell.releases.consumed(message.tp, event)
+            if record is None:
+                shell.releases.done(entry)
+            else:
+                hold(record, entry)
+            shell.cursors.processed(message.tp, message.offset)
+
+    async def ready_to_process(message) -> bool:
+        """Whether this record is the next one its partition owes the stage; after a gap, read again from it."""
+        verdict = shell.cursors.judge(message.tp, message.topic, message.offset)
+        if verdict is Verdict.GAP:
+            await read_again(message.tp, message.offset)
+        if verdict is not Verdict.PROCESS:
+            return False
+        await shell.wait_for_room()
+        return shell.cursors.judge(message.tp, message.topic, message.offset) is Verdict.PROCESS
+
+    async def read_again(tp, arrived: int) -> None:
+        """Seek the partition back to the next expected offset (or to the log's start if that has expired)."""
+        if not shell.cursors.should_seek(tp, time.monotonic()):
+            return
+        generation, expected = shell.cursors.generation, shell.cursors.expected(tp)
+        earliest = (await app.consumer.earliest_offsets(tp)).get(tp, expected)
+        if generation != shell.cursors.generation:
+            return
+        if earliest > expected:
+            log.warning("%s[%d]: records %d to %d expired from Kafka before they were read; reading on from %d",
+                        tp.topic, tp.partition, expected, earliest - 1, earliest)
+            shell.cursors.start(tp, earliest)
+            shell.cursors.should_seek(tp, time.monotonic())
+            expected = earliest
+        shell.counters.rereads += 1
+        log.info("%s[%d]: record %d arrived while %d was expected; reading again from %d",
+                 tp.topic, tp.partition, arrived, expected, expected)
+        await app.consumer.seek(tp, expected)
+
+    async def position_partitions(assigned) -> None:
+        """Read every assigned partition from its committed offset, or from the log's start if none is."""
+        shell.cursors.reset()
+        generation = shell.cursors.generation
+        committed = await app.consumer.seek_to_committed()
+        starts = {tp: offset for tp, offset in committed.items() if offset is not None and offset >= 0}
+        missing = [tp for tp in assigned if tp not in starts]
+        if missing:
+            starts.update(await app.consumer.earliest_offsets(*missing))
+        if generation != shell.cursors.generation:
+            return
+        for tp in assigned:
+            shell.cursors.start(tp, starts[tp])
+            await app.consumer.seek(tp, starts[tp])
 
     def take_catalog(catalog):
         queue_catalog(shell.writer, catalog)
@@ -272,9 +331,18 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
         if revoked:
             shell.forget_hosts()
 
+    @app.on_partitions_assigned.connect
+    async def position_assigned(sender, assigned, **kwargs):
+        if assigned:
+            await position_partitions(assigned)
+
     @app.timer(settings.flush_every_s)
     async def flush_storage():
         await shell.flush()
+        for tp, offset in shell.cursors.stalled(time.monotonic()):
+            log.debug("%s[%d]: nothing arrived since reading again from %d; seeking again", tp.topic, tp.partition,
+                      offset)
+            await app.consumer.seek(tp, offset)
 
     @app.timer(settings.report_every_s)
     async def report_progress():
