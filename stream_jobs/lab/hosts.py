@@ -161,6 +161,17 @@ class LabHost:
         self.processes.clear()
 
 
+def wait_until_inside(host: LabHost, timeout_s: float = 10.0) -> None:
+    """Wait until the host's holder process has entered its namespace: until then its /proc/PID/net shows the
+    machine's own network, and an agent started on it would read the wrong counters."""
+    namespace = os.stat(f"/run/netns/{host.namespace}").st_ino
+    deadline = time.monotonic() + timeout_s
+    while os.stat(f"{host.net_procfs}/ns/net").st_ino != namespace:
+        if host.holder.poll() is not None or time.monotonic() > deadline:
+            raise LabError(f"host {host.name}: its holder process did not enter namespace {host.namespace}")
+        time.sleep(0.01)
+
+
 def stop_all(processes: list[subprocess.Popen], grace_s: float = 5.0) -> None:
     """SIGTERM each process group, then SIGKILL what is still running after the grace period."""
     for process in processes:
@@ -225,6 +236,8 @@ class LabNetwork:
             run_command("ip", "-n", host.namespace, "link", "set", "lo", "up")
             host.cgroup.create()
             host.holder = host.spawn(["sleep", "infinity"])
+        for host in self.hosts.values():
+            wait_until_inside(host)
         log.info("lab network %s: %s", self.bridge, ", ".join(f"{h.name}={h.address}" for h in self.hosts.values()))
 
     def remove(self) -> None:
