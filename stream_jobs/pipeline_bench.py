@@ -70,7 +70,10 @@ class PipelineBenchResult:
     lag_start: int = 0
     lag_end: int = 0
     lag_slope_per_s: float = 0.0
-    lag_grows: bool = False
+    delay_start_s: float = float("nan")
+    delay_end_s: float = float("nan")
+    delay_slope: float = 0.0
+    falls_behind: bool = False
     worker_cpu_percent: float = 0.0
     producer_cpu_percent: float = 0.0
     idle_rss_bytes: int = 0
@@ -96,8 +99,10 @@ class PipelineBenchResult:
                 "anomaly_latency_p50_s": anomaly_p50, "anomaly_latency_p99_s": anomaly_p99,
                 "alert_latency_p50_s": alert_p50, "alert_latency_p99_s": alert_p99,
                 "peer_anomaly_latency_p50_s": peer_p50, "peer_anomaly_latency_p99_s": peer_p99,
-                "lag_start_records": float(self.lag_start), "lag_end_records": float(self.lag_end),
-                "lag_slope_records_per_s": self.lag_slope_per_s,
+                "storage_delay_start_s": self.delay_start_s, "storage_delay_end_s": self.delay_end_s,
+                "storage_delay_growth_s_per_s": self.delay_slope,
+                "commit_lag_start_records": float(self.lag_start), "commit_lag_end_records": float(self.lag_end),
+                "commit_lag_slope_records_per_s": self.lag_slope_per_s,
                 "worker_cpu_percent_of_core": self.worker_cpu_percent,
                 "producer_cpu_percent_of_core": self.producer_cpu_percent,
                 "worker_rss_idle_mb": self.idle_rss_bytes / 2**20, "worker_rss_end_mb": self.end_rss_bytes / 2**20,
@@ -134,10 +139,17 @@ def lag_slope(samples: list[tuple[float, int]]) -> float:
     return float(np.polyfit(times - times[0], lags, 1)[0])
 
 
-def lag_is_growing(slope_per_s: float, end_lag: int, offered_per_s: float) -> bool:
-    """The workers fall behind: the lag grows by more than 1 % of the offered rate and already exceeds what two
-    seconds bring (the group commits once a second, so a couple of seconds' records are always in flight)."""
-    return slope_per_s > 0.01 * offered_per_s and end_lag > 2.0 * offered_per_s
+def falls_behind(growth_s_per_s: float, end_delay_s: float) -> bool:
+    """The workers fall behind: the delay from a frame's publication to its storage grows by more than 2 % of the
+    elapsed time and already exceeds three seconds (a flush a second and one window in flight are normal)."""
+    return growth_s_per_s > 0.02 and end_delay_s > 3.0
+
+
+def storage_delays(newest_by_second: dict[int, int], clock_offset_ns: int) -> list[tuple[float, float]]:
+    """(wall second, seconds behind) for each second in which frames were stored: the end of that second minus the
+    publication time of the newest frame stored in it."""
+    return [(second + 1.0, second + 1.0 - (newest + clock_offset_ns) / 1e9)
+            for second, newest in sorted(newest_by_second.items())]
 
 
 def memory_per_host(idle_rss_bytes: int, end_rss_bytes: int, hosts: int) -> float:
@@ -180,6 +192,7 @@ class PipelineBench:
         self.workers: list[WorkerProcess] = []
         self.lag = LagProbe(settings.bootstrap, self.group, self.topics.samples)
         self.steady = (0.0, 0.0)
+        self.clock_offset_ns = 0
         self.listener: FindingsListener | None = None
 
     def run(self) -> PipelineBenchResult:
@@ -270,6 +283,7 @@ class PipelineBench:
 
     def _summarise(self, start_ns: int) -> None:
         result, offset = self.result, self.result.replay.started_ns - start_ns
+        self.clock_offset_ns = offset
         for kind, target in (("anomaly", result.anomaly_latencies_s), ("alert", result.alert_latencies_s),
                              ("peer-anomaly", result.peer_latencies_s)):
             found = [f for f in self.listener.findings if f.kind == kind]
@@ -281,7 +295,6 @@ class PipelineBench:
         result.lag_start, result.lag_end = (steady[0], steady[-1]) if steady else (0, 0)
         result.lag_slope_per_s = lag_slope([(at, behind) for at, _, behind in samples
                                             if judged_from <= at <= replay_end])
-        result.lag_grows = lag_is_growing(result.lag_slope_per_s, result.lag_end, self.settings.offered_frames_per_s)
         result.consumed_frames_per_s = consumed_rate(samples, steady_from, replay_end)
         result.kafka_bytes = float(result.replay.wire_bytes) or float("nan")
 
@@ -289,16 +302,31 @@ class PipelineBench:
         """Frames stored per second over the steady part, and the frames table's compressed bytes, from each
         worker's chDB folder once the worker has exited (chDB opens one data path per process)."""
         per_second: dict[int, int] = {}
+        newest: dict[int, int] = {}
         compressed = 0
         for worker in self.workers:
-            for row in sql(worker.dsn, "SELECT toUnixTimestamp(stored_at) AS second, count() AS frames "
-                                       "FROM frames GROUP BY second"):
+            for row in sql(worker.dsn, "SELECT toUnixTimestamp(stored_at) AS second, count() AS frames, "
+                                       "toString(max(toUnixTimestamp64Nano(ts))) AS newest FROM frames GROUP BY second"):
                 per_second[row["second"]] = per_second.get(row["second"], 0) + row["frames"]
+                newest[row["second"]] = max(newest.get(row["second"], 0), int(row["newest"]))
             compressed += sql(worker.dsn, "SELECT sum(data_compressed_bytes) AS bytes FROM system.parts "
                                           "WHERE database = 'reveal' AND table = 'frames' AND active")[0]["bytes"]
         self.result.frames_stored = sum(per_second.values())
         self.result.stored_frames_per_s = steady_rate(per_second, *self.steady)
         self.result.clickhouse_bytes = float(compressed)
+        self._judge_delay(newest)
+
+    def _judge_delay(self, newest_by_second: dict[int, int]) -> None:
+        """How far storage trails publication over the steady part, and whether that grows over its last half."""
+        result, (steady_from, replay_end) = self.result, self.steady
+        delays = [(at, delay) for at, delay in storage_delays(newest_by_second, self.clock_offset_ns)
+                  if steady_from <= at <= replay_end]
+        if not delays:
+            return
+        judged_from = replay_end - (1 - LAG_TREND_FROM) * self.settings.duration_s
+        result.delay_start_s, result.delay_end_s = delays[0][1], delays[-1][1]
+        result.delay_slope = lag_slope([(at, delay) for at, delay in delays if at >= judged_from])
+        result.falls_behind = falls_behind(result.delay_slope, result.delay_end_s)
 
     def delete_topics(self) -> None:
         """Remove the run's topics: a run at 150 hosts leaves half a gigabyte on the broker otherwise."""

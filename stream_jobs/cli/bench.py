@@ -110,8 +110,11 @@ def handle_pipeline(args) -> int:
     print(f"{'figure':38s} {'measured':>14s} {'goal':>12s}")
     for name, value in result.figures().items():
         print(_figure_line(name, value, PIPELINE_GOALS.get(name)))
-    print(f"lag {'GROWS' if result.lag_grows else 'holds'}: {result.lag_start} records behind at the start of "
-          f"the steady part, {result.lag_end} at its end ({result.lag_slope_per_s:+.1f} records/s over its last half)")
+    print(f"{'FALLS BEHIND' if result.falls_behind else 'keeps up'}: frames are stored "
+          f"{result.delay_start_s:.1f} s after publication at the start of the steady part, {result.delay_end_s:.1f} s "
+          f"at its end ({result.delay_slope:+.3f} s per s over its last half). The commit lag "
+          f"({result.lag_start} → {result.lag_end} records) also counts records the workers hold uncommitted while "
+          f"windows, baselines or open incidents need them.")
     if any(result.worker_exit_codes):
         print(f"workers exited with {result.worker_exit_codes}: one that did not stop within a minute of SIGTERM "
               f"(its event loop busy) was killed; what it had stored is counted")

@@ -10,8 +10,8 @@ from producers.paced_replay import ReplayReport
 from schemas.records import Alert, Anomaly, encode_alert, encode_anomaly
 from stream_jobs.cli.bench import _figure_line
 from stream_jobs.pipeline_bench import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, consumed_rate,
-                                        cpu_percent, lag_is_growing, lag_slope, latencies_s, memory_per_host,
-                                        percentiles, steady_rate)
+                                        cpu_percent, falls_behind, lag_slope, latencies_s, memory_per_host,
+                                        percentiles, steady_rate, storage_delays)
 from stream_jobs.pipeline_probes import Finding, ProcessSample, finding_of
 
 
@@ -33,12 +33,19 @@ def test_lag_slope_is_the_least_squares_growth_per_second():
     assert lag_slope([(100.0, 7), (100.0, 9)]) == 0.0
 
 
-def test_lag_grows_only_when_it_rises_and_is_already_past_two_seconds_of_records():
-    offered = 1500.0
-    assert lag_is_growing(slope_per_s=100.0, end_lag=10_000, offered_per_s=offered)
-    assert not lag_is_growing(slope_per_s=100.0, end_lag=2_000, offered_per_s=offered)  # commits in flight
-    assert not lag_is_growing(slope_per_s=10.0, end_lag=10_000, offered_per_s=offered)  # draining or flat
-    assert not lag_is_growing(slope_per_s=-200.0, end_lag=10_000, offered_per_s=offered)
+def test_workers_fall_behind_only_when_the_storage_delay_grows_and_is_already_past_three_seconds():
+    assert falls_behind(growth_s_per_s=0.1, end_delay_s=8.0)
+    assert not falls_behind(growth_s_per_s=0.1, end_delay_s=2.0)  # a flush a second and a window in flight
+    assert not falls_behind(growth_s_per_s=0.01, end_delay_s=8.0)  # a constant delay
+    assert not falls_behind(growth_s_per_s=-0.2, end_delay_s=8.0)  # catching up
+
+
+def test_storage_delay_is_the_end_of_each_second_minus_the_newest_frame_stored_in_it():
+    offset = 5_000_000_000  # frames' timestamps are five seconds behind the wall clock of their publication
+    newest = {101: 95_200_000_000, 100: 94_500_000_000}
+    delays = storage_delays(newest, offset)
+    assert [at for at, _ in delays] == [101.0, 102.0]
+    assert [delay for _, delay in delays] == pytest.approx([1.5, 1.8])
 
 
 def test_memory_per_host_is_growth_over_the_idle_worker_shared_by_the_hosts():

@@ -12,12 +12,36 @@ def gaussian(seed, count=400, features=9):
 
 
 @pytest.mark.parametrize("count, features, max_samples", [(700, 9, "auto"), (120, 30, "auto"), (500, 6, 0.5),
-                                                          (1, 4, "auto")])
-def test_scores_equal_scikit_learns_negated_score_samples(count, features, max_samples):
-    baseline, probe = gaussian(0, count, features), 1.5 * gaussian(1, 200, features) - 20.0
-    detector = IsolationForestDetector(seed=3, max_samples=max_samples).fit(baseline)
-    reference = IsolationForest(random_state=3, max_samples=max_samples).fit(baseline)
-    np.testing.assert_array_equal(detector.score(probe), -reference.score_samples(probe))
+                                                          (60, 2000, "auto")])
+def test_scores_agree_with_scikit_learns_forest(count, features, max_samples):
+    """The same algorithm grown with other random draws: the scores of typical and isolated windows agree with
+    scikit-learn's to within the spread of a 100-tree forest, and rank windows alike."""
+    baseline = gaussian(0, count, features)
+    probe = np.vstack([gaussian(1, 200, features), gaussian(2, 20, features) + np.linspace(3.0, 15.0, 20)[:, None]])
+    ours = IsolationForestDetector(seed=3, max_samples=max_samples).fit(baseline).score(probe)
+    reference = -IsolationForest(random_state=3, max_samples=max_samples).fit(baseline).score_samples(probe)
+    assert abs(ours[:200].mean() - reference[:200].mean()) < 0.02
+    assert abs(ours[200:].mean() - reference[200:].mean()) < 0.03
+    assert np.corrcoef(ours, reference)[0, 1] > 0.95
+
+
+def test_every_split_divides_its_windows_and_no_path_is_deeper_than_the_limit():
+    baseline = gaussian(0, 300, 12)
+    baseline[:, 3] = 7.0  # a constant feature is never split on
+    forest = IsolationForestDetector(seed=1, n_estimators=10).fit(baseline).forest
+    inner = forest["left"] != np.arange(forest["left"].size)
+    assert 3 not in set(forest["feature"][inner].tolist())
+    assert forest["depth"][0] <= int(np.ceil(np.log2(256)))
+    leaves = ~inner
+    assert (forest["path_length"][leaves] > 0).all() and (forest["path_length"][inner] == 0).all()
+    assert set(forest["left"][inner].tolist()).isdisjoint(forest["right"][inner].tolist())
+
+
+def test_a_single_window_or_a_constant_baseline_gives_one_leaf_per_tree():
+    for baseline in (gaussian(0, 1, 4), np.full((30, 4), 2.0)):
+        detector = IsolationForestDetector(n_estimators=7).fit(baseline)
+        assert detector.forest["left"].size == 7
+        assert np.isfinite(detector.score(gaussian(1, 3, 4))).all()
 
 
 def test_missing_values_are_imputed_with_the_baseline_mean():
