@@ -140,9 +140,9 @@ def lag_slope(samples: list[tuple[float, int]]) -> float:
 
 
 def falls_behind(growth_s_per_s: float, end_delay_s: float) -> bool:
-    """The workers fall behind: the delay from a frame's publication to its storage grows by more than 2 % of the
-    elapsed time and already exceeds three seconds (a flush a second and one window in flight are normal)."""
-    return growth_s_per_s > 0.02 and end_delay_s > 3.0
+    """The workers fall behind: storage trails publication by more than three seconds at the end (a flush a second
+    and one window in flight are normal) and that delay is not shrinking by at least 2 % of the elapsed time."""
+    return end_delay_s > 3.0 and growth_s_per_s > -0.02
 
 
 def storage_delays(newest_by_second: dict[int, int], clock_offset_ns: int) -> list[tuple[float, float]]:

@@ -33,10 +33,10 @@ def test_lag_slope_is_the_least_squares_growth_per_second():
     assert lag_slope([(100.0, 7), (100.0, 9)]) == 0.0
 
 
-def test_workers_fall_behind_only_when_the_storage_delay_grows_and_is_already_past_three_seconds():
+def test_workers_fall_behind_when_storage_trails_by_over_three_seconds_and_does_not_catch_up():
     assert falls_behind(growth_s_per_s=0.1, end_delay_s=8.0)
     assert not falls_behind(growth_s_per_s=0.1, end_delay_s=2.0)  # a flush a second and a window in flight
-    assert not falls_behind(growth_s_per_s=0.01, end_delay_s=8.0)  # a constant delay
+    assert falls_behind(growth_s_per_s=0.0, end_delay_s=8.0)  # a backlog that does not shrink
     assert not falls_behind(growth_s_per_s=-0.2, end_delay_s=8.0)  # catching up
 
 
