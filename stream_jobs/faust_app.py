@@ -17,6 +17,7 @@ back off exponentially, and consumption pauses when the queue is full.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -138,8 +139,8 @@ class WorkerShell:
         self._storage_recovered(written)
         if generation != self.cursors.generation:
             return  # partitions were revoked meanwhile: their new owner, maybe this worker again, reads them again
-        for event in ready:
-            event.ack()
+        for acknowledge in ready:
+            acknowledge()
 
     def _storage_failed(self, error: StorageError) -> None:
         self.counters.storage_errors += 1
@@ -255,12 +256,18 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
                 await forward(handle(record))
             if generation != shell.cursors.generation:
                 continue  # revoked while it was handled: its state is gone and the new owner reads it again
-            entry = shell.releases.consumed(message.tp, event)
+            entry = shell.releases.consumed(message.tp, acknowledger(message))
             if record is None:
                 shell.releases.done(entry)
             else:
                 hold(record, entry)
             shell.cursors.processed(message.tp, message.offset)
+
+    def acknowledger(message):
+        """What acknowledges the record once released; its payload is let go now, since a partition may wait
+        minutes for one host's open incident while its other hosts' frames (~5 KB each) pile up behind it."""
+        message.value = None
+        return functools.partial(message.ack, app.consumer)
 
     async def ready_to_process(message) -> bool:
         """Whether this record is the next one its partition owes the stage; after a gap, read again from it."""

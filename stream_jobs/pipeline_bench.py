@@ -145,11 +145,19 @@ def falls_behind(growth_s_per_s: float, end_delay_s: float) -> bool:
     return end_delay_s > 3.0 and growth_s_per_s > -0.02
 
 
-def storage_delays(newest_by_second: dict[int, int], clock_offset_ns: int) -> list[tuple[float, float]]:
-    """(wall second, seconds behind) for each second in which frames were stored: the end of that second minus the
-    publication time of the newest frame stored in it."""
-    return [(second + 1.0, second + 1.0 - (newest + clock_offset_ns) / 1e9)
-            for second, newest in sorted(newest_by_second.items())]
+def storage_delays(stored_by_second: dict[int, int], started_s: float, frames_per_s: float,
+                   frames_sent: int) -> list[tuple[float, float]]:
+    """(wall second, seconds behind) at the end of each second from the first to the last in which frames were
+    stored: the frames published by then (on schedule from `started_s`) minus those stored by then, in seconds of
+    publication. Counting every worker's frames, a worker that stores nothing for a while still counts as behind."""
+    if not stored_by_second:
+        return []
+    delays, stored = [], 0
+    for second in range(min(stored_by_second), max(stored_by_second) + 1):
+        stored += stored_by_second.get(second, 0)
+        sent = min(frames_sent, max(0.0, (second + 1.0 - started_s) * frames_per_s))
+        delays.append((second + 1.0, max(0.0, sent - stored) / frames_per_s))
+    return delays
 
 
 def memory_per_host(idle_rss_bytes: int, end_rss_bytes: int, hosts: int) -> float:
@@ -192,7 +200,6 @@ class PipelineBench:
         self.workers: list[WorkerProcess] = []
         self.lag = LagProbe(settings.bootstrap, self.group, self.topics.samples)
         self.steady = (0.0, 0.0)
-        self.clock_offset_ns = 0
         self.listener: FindingsListener | None = None
 
     def run(self) -> PipelineBenchResult:
@@ -283,7 +290,6 @@ class PipelineBench:
 
     def _summarise(self, start_ns: int) -> None:
         result, offset = self.result, self.result.replay.started_ns - start_ns
-        self.clock_offset_ns = offset
         for kind, target in (("anomaly", result.anomaly_latencies_s), ("alert", result.alert_latencies_s),
                              ("peer-anomaly", result.peer_latencies_s)):
             found = [f for f in self.listener.findings if f.kind == kind]
@@ -302,24 +308,24 @@ class PipelineBench:
         """Frames stored per second over the steady part, and the frames table's compressed bytes, from each
         worker's chDB folder once the worker has exited (chDB opens one data path per process)."""
         per_second: dict[int, int] = {}
-        newest: dict[int, int] = {}
         compressed = 0
         for worker in self.workers:
-            for row in sql(worker.dsn, "SELECT toUnixTimestamp(stored_at) AS second, count() AS frames, "
-                                       "toString(max(toUnixTimestamp64Nano(ts))) AS newest FROM frames GROUP BY second"):
+            for row in sql(worker.dsn, "SELECT toUnixTimestamp(stored_at) AS second, count() AS frames "
+                                       "FROM frames GROUP BY second"):
                 per_second[row["second"]] = per_second.get(row["second"], 0) + row["frames"]
-                newest[row["second"]] = max(newest.get(row["second"], 0), int(row["newest"]))
             compressed += sql(worker.dsn, "SELECT sum(data_compressed_bytes) AS bytes FROM system.parts "
                                           "WHERE database = 'reveal' AND table = 'frames' AND active")[0]["bytes"]
         self.result.frames_stored = sum(per_second.values())
         self.result.stored_frames_per_s = steady_rate(per_second, *self.steady)
         self.result.clickhouse_bytes = float(compressed)
-        self._judge_delay(newest)
+        self._judge_delay(per_second)
 
-    def _judge_delay(self, newest_by_second: dict[int, int]) -> None:
+    def _judge_delay(self, stored_by_second: dict[int, int]) -> None:
         """How far storage trails publication over the steady part, and whether that grows over its last half."""
         result, (steady_from, replay_end) = self.result, self.steady
-        delays = [(at, delay) for at, delay in storage_delays(newest_by_second, self.clock_offset_ns)
+        replay = result.replay
+        delays = [(at, delay) for at, delay in storage_delays(stored_by_second, replay.started_ns / 1e9,
+                                                              self.settings.offered_frames_per_s, replay.frames)
                   if steady_from <= at <= replay_end]
         if not delays:
             return

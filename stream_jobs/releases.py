@@ -5,7 +5,8 @@ open incident: see HostStage.needed_since_ns) and once the rows it produced are 
 offset per partition, so a record is acknowledged only when every record before it in its partition is released
 too: hosts sharing a partition start again from the earliest need among them (the others judge some stored windows
 again, identically, but may see the tail of an incident that ended in that span and announce it afresh). Records
-are opaque here (Faust events in the worker); `max_held_s` bounds how far back a host may hold its frames.
+are opaque here (in the worker, callables that acknowledge a Kafka message); `max_held_s` bounds how far back a host
+may hold its frames.
 
 `ReadCursors` keeps each assigned partition read in offset order from where the last owner committed: a record past
 the next expected offset means records in between were skipped (a fetch from before a rebalance, a consumer that

@@ -40,12 +40,11 @@ def test_workers_fall_behind_when_storage_trails_by_over_three_seconds_and_does_
     assert not falls_behind(growth_s_per_s=-0.2, end_delay_s=8.0)  # catching up
 
 
-def test_storage_delay_is_the_end_of_each_second_minus_the_newest_frame_stored_in_it():
-    offset = 5_000_000_000  # frames' timestamps are five seconds behind the wall clock of their publication
-    newest = {101: 95_200_000_000, 100: 94_500_000_000}
-    delays = storage_delays(newest, offset)
-    assert [at for at, _ in delays] == [101.0, 102.0]
-    assert [delay for _, delay in delays] == pytest.approx([1.5, 1.8])
+def test_storage_delay_counts_frames_published_but_not_yet_stored_in_seconds_of_publication():
+    stored = {100: 500, 102: 3000}  # nothing stored during second 101
+    delays = storage_delays(stored, started_s=99.5, frames_per_s=1000.0, frames_sent=2500)
+    assert [at for at, _ in delays] == [101.0, 102.0, 103.0]
+    assert [delay for _, delay in delays] == pytest.approx([1.0, 2.0, 0.0])
 
 
 def test_memory_per_host_is_growth_over_the_idle_worker_shared_by_the_hosts():

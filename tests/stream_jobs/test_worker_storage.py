@@ -29,7 +29,7 @@ def frames_folder(chdb_dsn: str, database: str) -> str:
 def test_records_are_released_only_after_a_successful_flush_and_failures_back_off(chdb_dsn, database, caplog):
     shell = shell_for(chdb_dsn, database, storage_retry_max_s=4.0)
     record = Record()
-    shell.releases.done(shell.releases.consumed("catalog-0", record))
+    shell.releases.done(shell.releases.consumed("catalog-0", record.ack))
     shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]]])
     caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
     folder = frames_folder(chdb_dsn, database)
