@@ -70,6 +70,9 @@ def common_matrix(summaries: list[HostSummary]) -> tuple[tuple[str, ...], np.nda
     """The channels every host has, in the first host's order, and the hosts × channels matrix of their means."""
     if not summaries:
         return (), np.zeros((0, 0))
+    first = summaries[0].names
+    if all(summary.names == first for summary in summaries[1:]):  # a homogeneous cluster: no lookups needed
+        return tuple(first), np.vstack([np.asarray(s.values, dtype=np.float64) for s in summaries])
     shared = set(summaries[0].names).intersection(*(s.names for s in summaries[1:]))
     names = tuple(n for n in summaries[0].names if n in shared)
     rows = []

@@ -65,6 +65,13 @@ def test_hosts_are_aligned_on_their_common_channels():
     np.testing.assert_array_equal(matrix, [[1.0, 3.0], [10.0, 30.0], [100.0, 300.0]])
 
 
+
+def test_hosts_with_the_same_channels_keep_their_order_and_values():
+    names = ("x", "y")
+    summaries = [HostSummary(h, 1, names, np.array([v, 2 * v])) for h, v in (("a", 1.0), ("b", 5.0))]
+    assert common_matrix(summaries)[0] == names
+    np.testing.assert_array_equal(common_matrix(summaries)[1], [[1.0, 2.0], [5.0, 10.0]])
+
 def test_a_channel_set_change_carries_the_streaks_of_the_channels_that_remain():
     comparator = PeerComparator(persist_windows=3)
     skewed = (512, 512, 5120, 512)
