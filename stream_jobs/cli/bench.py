@@ -33,12 +33,14 @@ def register(commands) -> None:
     engine.add_argument("--channels", type=int, default=700, metavar="C")
     engine.set_defaults(handler=handle_engine)
     pipeline = benches.add_parser(
-        "pipeline", help="sustained channel-samples/s, alert latency, lag and memory per host through Kafka and workers",
+        "pipeline",
+        help="sustained channel-samples/s, alert latency, keeping up and memory per host through Kafka and workers",
         description="Replay --hosts synthetic hosts of --channels channels in real time (frames encoded beforehand, "
                     "published by a separate process) through the broker into --workers real Faust workers storing "
                     "in chDB, with a step change on one host in ten late in the run, and print: channel-samples per "
                     "second stored over the steady part, anomaly and alert latency after their window closed "
-                    "(p50/p99), the consumer group's lag and whether it grows, worker CPU, worker memory per "
+                    "(p50/p99), how far storage trails publication and whether the workers keep up, the "
+                    "consumer group's commit lag, worker CPU, worker memory per "
                     "tracked host (growth over idle workers), and bytes per channel-sample on Kafka (after "
                     "compression) and in ClickHouse (the frames table's compressed parts).")
     pipeline.add_argument("--hosts", type=int, default=10, metavar="N")
