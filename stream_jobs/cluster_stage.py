@@ -62,13 +62,15 @@ class ClusterStage:
         ready = sorted(w for w in self._pending[cluster] if w <= self._latest[cluster] - self.lag_windows)
         return self._compare_windows(cluster, ready)
 
-    def flush(self) -> ClusterOutput:
-        """Compare every window still waiting and close open incidents (the end of a run)."""
+    def flush(self, close_incidents: bool = True) -> ClusterOutput:
+        """Compare every window still waiting and, at the end of a run, close open incidents (a worker handing its
+        clusters to another leaves them open for it to carry on)."""
         output = ClusterOutput()
         for cluster in list(self._pending):
             output.extend(self._compare_windows(cluster, sorted(self._pending[cluster])))
-        output.alerts += [_tracked_alert(e, self._cluster_of_host.get(e.host.split("/")[0], ""))
-                          for e in self.incidents.close_all()]
+        if close_incidents:
+            output.alerts += [_tracked_alert(e, self._cluster_of_host.get(e.host.split("/")[0], ""))
+                              for e in self.incidents.close_all()]
         return output
 
     def _compare_windows(self, cluster: str, window_ids: list[int]) -> ClusterOutput:

@@ -177,10 +177,16 @@ class WorkerShell:
             self.paused = False
             log.info("ClickHouse queue below %d rows: consumption resumed", self.writer.max_pending_rows)
 
-    def close(self) -> None:
-        """Close open incidents, write what is left and release the storage thread (after the event loop stopped)."""
-        queue_output(self.writer, self.stage.close())
-        queue_cluster_output(self.writer, self.cluster.flush())
+    def close(self, close_incidents: bool) -> None:
+        """Write what is left and release the storage thread (after the event loop stopped). Open incidents are
+        closed only when the run ends (`close_incidents`); a worker stopped by an operator leaves them open, since
+        its records are not committed past them and whichever worker owns their hosts next carries them on."""
+        if close_incidents:
+            queue_output(self.writer, self.stage.close())
+        else:
+            log.info("worker stopping: %d open incidents left for the next owner of their hosts",
+                     self.stage.incidents.open_count() + self.cluster.incidents.open_count())
+        queue_cluster_output(self.writer, self.cluster.flush(close_incidents))
         self.storage_thread.submit(self.writer.close).result()
         self.storage_thread.shutdown()
 

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import signal
+import threading
 import time
 
 import faust
@@ -25,7 +26,10 @@ def register(commands) -> None:
         "worker", help="consume frames from Kafka, detect anomalies, store in ClickHouse",
         description="Run a Faust stream worker: it reads reveal.catalog and reveal.samples, windows each host's "
                     "frames, scores the windows, publishes anomalies to reveal.anomalies, sends undecodable records "
-                    "to reveal.deadletter with a reason, and stores frames, windows and anomalies in ClickHouse.")
+                    "to reveal.deadletter with a reason, and stores frames, windows and anomalies in ClickHouse. "
+                    "Stopped with SIGTERM or Ctrl-C it writes what it holds and leaves open incidents open, for "
+                    "the worker that takes its hosts over; at the end of --duration or --until-idle it closes "
+                    "them, since the run is over.")
     add_kafka_options(parser)
     parser.add_argument("--clickhouse", required=True, metavar="DSN",
                         help="chdb:///path for the embedded engine, or http(s)://user:password@host:port")
@@ -61,6 +65,7 @@ def handle(args) -> int:
         shell.stage.on_catalog(catalog)
     log.info("worker: %d catalogs known before the first frame", len(catalogs))
     app = create_app(settings, shell)
+    run_ended = threading.Event()  # set when the worker ends its own run; an operator's SIGTERM hands over instead
     if args.duration or args.until_idle:
         @app.task
         async def stop_when_done():
@@ -70,6 +75,7 @@ def handle(args) -> int:
             log.info("worker stopping: %s", "duration reached" if args.duration and
                      time.monotonic() - started >= args.duration else "input idle")
             await shell.flush()  # so that the consumer commits what is stored as it stops
+            run_ended.set()
             os.kill(os.getpid(), signal.SIGTERM)  # the same clean path as an operator's stop
     worker = faust.Worker(app, loglevel=logging.getLevelName(logging.getLogger().level).lower(),
                           override_logging=False, quiet=True)
@@ -79,7 +85,7 @@ def handle(args) -> int:
     except SystemExit as exit_:
         status = exit_.code if isinstance(exit_.code, int) else 1
     finally:
-        shell.close()
+        shell.close(close_incidents=run_ended.is_set())
         log.info("worker stopped: %s; stage %s; rows written %s", shell.counters, shell.stage.counters,
                  shell.writer.stats.rows)
     return status

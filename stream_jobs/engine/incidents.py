@@ -165,6 +165,10 @@ class IncidentTracker:
                 events += self._close(state, "run ended")
         return events
 
+    def open_count(self) -> int:
+        """Incidents open now, over all hosts."""
+        return sum(state.incident is not None for state in self._hosts.values())
+
     def open_since_ns(self, host: str) -> int | None:
         """The start of the host's open or pending incident: a restart must see its windows again to continue it."""
         state = self._hosts.get(host)

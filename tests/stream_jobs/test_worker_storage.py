@@ -80,3 +80,17 @@ def test_a_full_queue_pauses_input_while_clickhouse_refuses_rows(chdb_dsn, datab
     asyncio.run(input_waits_for_storage())
     assert not shell.paused and caplog.text.count("consumption paused") == 1
     assert caplog.text.count("consumption resumed") == 1
+
+
+def test_an_operators_stop_leaves_open_incidents_open_and_the_end_of_a_run_closes_them(chdb_dsn, database):
+    """SIGTERM hands the hosts to another worker, which carries their incidents on; the end of a run closes them."""
+    alerts_written = {}
+    for run_ends in (False, True):
+        shell = shell_for(chdb_dsn, f"{database}_{int(run_ends)}")
+        for window in (1, 2):
+            shell.stage.incidents.update("h1", window, window * 10**9, (window + 3) * 10**9, True, 5.0, "cpu",
+                                         [("cpu.busy", "mean", 6.0)])
+        assert shell.stage.incidents.open_count() == 1
+        shell.close(close_incidents=run_ends)
+        alerts_written[run_ends] = shell.writer.stats.rows["alerts"]
+    assert alerts_written == {False: 0, True: 1}
