@@ -117,3 +117,12 @@ def test_state_round_trip_keeps_every_fitted_array():
 def test_variance_outside_zero_to_one_is_refused():
     with pytest.raises(ValueError, match="variance"):
         MahalanobisPCADetector(variance=1.5)
+
+
+def test_axes_of_a_wide_baseline_from_its_gram_matrix_equal_the_svds():
+    rng = np.random.default_rng(4)
+    wide = rng.normal(size=(40, 500)) * rng.uniform(0.5, 5.0, 500)
+    axes, variances = mahalanobis._axes_from_gram(wide)
+    _, singular_values, reference = np.linalg.svd(wide, full_matrices=False)
+    np.testing.assert_allclose(variances, singular_values ** 2 / 40, rtol=1e-9)
+    np.testing.assert_allclose(np.abs(np.sum(axes * reference, axis=1)), 1.0, atol=1e-9)
