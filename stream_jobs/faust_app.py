@@ -10,8 +10,8 @@ committed only once its results are stored and no state in memory depends on it 
 worker killed at any instant, or a host moved to another worker, resumes where nothing is lost; records may be
 consumed twice, and the tables' keys store them once. Each partition is processed in offset order from where its
 last owner committed: a record that arrives past the next expected offset (a fetch from before a rebalance) makes
-the worker read the partition again from that offset rather than skip what lies between. While ClickHouse refuses inserts, rows stay queued, attempts
-back off exponentially, and consumption pauses when the queue is full.
+the worker read the partition again from that offset rather than skip what lies between. While ClickHouse refuses
+inserts, rows stay queued, attempts back off exponentially, and consumption pauses when the queue is full.
 """
 
 from __future__ import annotations
@@ -282,8 +282,9 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
             await read_again(message.tp, message.offset)
         if verdict is not Verdict.PROCESS:
             return False
+        generation = shell.cursors.generation
         await shell.wait_for_room()
-        return shell.cursors.judge(message.tp, message.topic, message.offset) is Verdict.PROCESS
+        return generation == shell.cursors.generation  # not revoked while it waited for storage
 
     async def read_again(tp, arrived: int) -> None:
         """Seek the partition back to the next expected offset (or to the log's start if that has expired)."""

@@ -63,7 +63,7 @@ class PipelineBenchResult:
     settings: PipelineBenchSettings
     frames_stored: int = 0
     stored_frames_per_s: float = 0.0
-    consumed_frames_per_s: float = 0.0
+    committed_frames_per_s: float = 0.0
     anomaly_latencies_s: list[float] = field(default_factory=list)
     alert_latencies_s: list[float] = field(default_factory=list)
     peer_latencies_s: list[float] = field(default_factory=list)
@@ -95,7 +95,7 @@ class PipelineBenchResult:
         peer_p50, peer_p99 = percentiles(self.peer_latencies_s)
         return {"channel_samples_per_s": channels * self.stored_frames_per_s,
                 "offered_channel_samples_per_s": channels * self.settings.offered_frames_per_s,
-                "consumed_channel_samples_per_s": channels * self.consumed_frames_per_s,
+                "committed_channel_samples_per_s": channels * self.committed_frames_per_s,
                 "anomaly_latency_p50_s": anomaly_p50, "anomaly_latency_p99_s": anomaly_p99,
                 "alert_latency_p50_s": alert_p50, "alert_latency_p99_s": alert_p99,
                 "peer_anomaly_latency_p50_s": peer_p50, "peer_anomaly_latency_p99_s": peer_p99,
@@ -179,7 +179,7 @@ def cpu_percent(first: list[ProcessSample], last: list[ProcessSample]) -> float:
     return 100 * sum(b.cpu_s - a.cpu_s for a, b in zip(first, last)) / wall if wall > 0 else 0.0
 
 
-def consumed_rate(samples: list[tuple[float, int, int]], start: float, end: float) -> float:
+def committed_rate(samples: list[tuple[float, int, int]], start: float, end: float) -> float:
     """Records per second the group committed between two wall-clock times, from the lag probe's samples."""
     inside = [(at, consumed) for at, consumed, _ in samples if start <= at <= end]
     if len(inside) < 2 or inside[-1][0] == inside[0][0]:
@@ -301,7 +301,7 @@ class PipelineBench:
         result.lag_start, result.lag_end = (steady[0], steady[-1]) if steady else (0, 0)
         result.lag_slope_per_s = lag_slope([(at, behind) for at, _, behind in samples
                                             if judged_from <= at <= replay_end])
-        result.consumed_frames_per_s = consumed_rate(samples, steady_from, replay_end)
+        result.committed_frames_per_s = committed_rate(samples, steady_from, replay_end)
         result.kafka_bytes = float(result.replay.wire_bytes) or float("nan")
 
     def _read_storage(self) -> None:

@@ -9,7 +9,7 @@ import pytest
 from producers.paced_replay import ReplayReport
 from schemas.records import Alert, Anomaly, encode_alert, encode_anomaly
 from stream_jobs.cli.bench import _figure_line
-from stream_jobs.pipeline_bench import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, consumed_rate,
+from stream_jobs.pipeline_bench import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, committed_rate,
                                         cpu_percent, falls_behind, lag_slope, latencies_s, memory_per_host,
                                         percentiles, steady_rate, storage_delays)
 from stream_jobs.pipeline_probes import Finding, ProcessSample, finding_of
@@ -65,10 +65,10 @@ def test_cpu_percent_sums_processes_over_the_longest_wall_span():
     assert cpu_percent(first, last) == pytest.approx(100.0)
 
 
-def test_consumed_rate_uses_committed_records_inside_the_span():
+def test_committed_rate_uses_committed_records_inside_the_span():
     samples = [(0.0, 0, 0), (10.0, 1000, 50), (20.0, 3000, 40), (30.0, 5000, 60), (40.0, 9000, 0)]
-    assert consumed_rate(samples, 10.0, 30.0) == pytest.approx(200.0)
-    assert consumed_rate(samples, 12.0, 18.0) == 0.0
+    assert committed_rate(samples, 10.0, 30.0) == pytest.approx(200.0)
+    assert committed_rate(samples, 12.0, 18.0) == 0.0
 
 
 def test_figures_scale_frames_by_channels_and_split_bytes_per_channel_sample():
