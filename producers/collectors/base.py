@@ -11,6 +11,7 @@ import logging
 import math
 import operator
 import os
+import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,12 +103,14 @@ class Collector(ABC):
 class PersistentFile:
     """A file kept open and re-read from offset 0 with pread: procfs and sysfs regenerate it on each read.
 
-    The read size follows the file's size (a larger buffer costs an allocation on every read).
+    The read size follows the file's size (a larger buffer costs an allocation on every read). A file dropped
+    without close() is closed when it is collected, so a collector that forgets one does not leak descriptors.
     """
 
     def __init__(self, path: Path):
         self.path = path
         self._fd: int | None = None
+        self._closer: weakref.finalize | None = None
         self._size = 4096
 
     @property
@@ -118,6 +121,7 @@ class PersistentFile:
     def fileno(self) -> int:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            self._closer = weakref.finalize(self, os.close, self._fd)
         return self._fd
 
     def read(self) -> bytes:
@@ -134,9 +138,10 @@ class PersistentFile:
         return data
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self._closer is not None:
+            self._closer()
+            self._closer = None
+        self._fd = None
 
 
 @dataclass(frozen=True)

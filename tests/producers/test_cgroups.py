@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import math
+import gc
 import os
 import shutil
 import tempfile
@@ -289,13 +290,38 @@ def test_default_root_is_under_sysfs():
     assert CgroupCollector(sysfs="/elsewhere").root == Path("/elsewhere/fs/cgroup")
 
 
-def test_close_releases_every_open_file():
-    open_before = len(os.listdir("/proc/self/fd"))
-    collector = v2_collector()
+def files_open_under(folder):
+    """Descriptors of this process that point into folder (other threads' sockets and pipes do not count)."""
+    opened = []
+    for descriptor in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{descriptor}")
+        except OSError:
+            continue
+        if target.startswith(str(folder)):
+            opened.append(target)
+    return opened
+
+
+def test_close_releases_every_open_file(tmp_path):
+    root = tmp_path / "cgroup"
+    shutil.copytree(V2, root)
+    collector = v2_collector(root)
     collector.read()
-    assert len(os.listdir("/proc/self/fd")) > open_before
+    assert files_open_under(root)
     collector.close()
-    assert len(os.listdir("/proc/self/fd")) == open_before
+    assert files_open_under(root) == []
+
+
+def test_a_collector_dropped_without_close_releases_its_files(tmp_path):
+    root = tmp_path / "cgroup"
+    shutil.copytree(V2, root)
+    collector = v2_collector(root)
+    collector.read()
+    assert files_open_under(root)
+    del collector
+    gc.collect()
+    assert files_open_under(root) == []
 
 
 FIXTURE_FILES = [(root, parent, path.relative_to(root)) for root, parent in ((V2, "system.slice"), (V1, "docker"))
