@@ -8,6 +8,7 @@ import sys
 
 from schemas.topics import BrokerUnavailable
 from sinks.clickhouse import StorageError
+from stream_jobs.allocator import tune_allocator
 from stream_jobs.lab.hosts import LabError
 from stream_jobs.cli import agent, bench, collect, detect, report, run, sql, worker, lab
 
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_allocator()
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -66,11 +66,14 @@ class MahalanobisPCADetector:
         # and are better pooled with the minor ones (chosen on the same Gaussian baselines as the pull below)
         self.major_components = min(_components_for(variances, self.variance), max(1, len(baseline) // 4))
         self.residual_variance = _residual_variance(variances, self.major_components, standardised.shape[1])
-        # float16 axes (unit vectors, ~1e-3 relative precision) keep a tracked host's detector small; they are
-        # widened to float32 for each scoring
-        self.components = axes.astype(np.float16)
-        self.component_variances = _shrunk_variances(variances, self.major_components, self.residual_variance,
-                                                      standardised.shape[1] / max(len(standardised), 1))
+        shrunk = _shrunk_variances(variances, self.major_components, self.residual_variance,
+                                   standardised.shape[1] / max(len(standardised), 1))
+        # an axis whose variance was pooled into the residual's whitens exactly like the residual, so only the others
+        # are kept (with more features than windows, that is the major ones alone); float16 axes (unit vectors, ~1e-3
+        # relative precision) keep a tracked host's detector small and are widened to float32 for each scoring
+        distinct = shrunk != self.residual_variance
+        self.components = axes[distinct].astype(np.float16)
+        self.component_variances = shrunk[distinct]
         return self
 
     def score(self, windows: np.ndarray) -> np.ndarray:

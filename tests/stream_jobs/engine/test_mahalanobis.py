@@ -126,3 +126,24 @@ def test_axes_of_a_wide_baseline_from_its_gram_matrix_equal_the_svds():
     _, singular_values, reference = np.linalg.svd(wide, full_matrices=False)
     np.testing.assert_allclose(variances, singular_values ** 2 / 40, rtol=1e-9)
     np.testing.assert_allclose(np.abs(np.sum(axes * reference, axis=1)), 1.0, atol=1e-9)
+
+
+def test_axes_pooled_into_the_residual_are_dropped_without_changing_any_distance():
+    """With more features than windows every minor variance is pooled, so only the major axes are kept; distances
+    equal a whitening that keeps every axis of the baseline."""
+    rng = np.random.default_rng(3)
+    baseline, windows = rng.normal(size=(40, 200)), rng.normal(size=(5, 200)) * 1.5
+    detector = MahalanobisPCADetector().fit(baseline)
+    assert len(detector.components) == detector.major_components < 39
+
+    standardised = detector._standardise(baseline)
+    _, singular_values, axes = np.linalg.svd(standardised, full_matrices=False)
+    variances = singular_values ** 2 / len(baseline)
+    spanned = variances > 1e-9 * variances[0]
+    axes, variances = axes[spanned], variances[spanned]
+    variances[detector.major_components:] = detector.residual_variance
+    deviation = detector._standardise(windows)
+    projected = deviation @ axes.T
+    expected = np.sqrt((projected ** 2 / variances).sum(axis=1)
+                       + ((deviation ** 2).sum(axis=1) - (projected ** 2).sum(axis=1)) / detector.residual_variance)
+    np.testing.assert_allclose(detector.score(windows), expected, rtol=2e-3)

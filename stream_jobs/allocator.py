@@ -1,0 +1,51 @@
+"""glibc allocator settings for the engine's window-sized numpy temporaries.
+
+A window of 700 channels is a ~160 KB array, and judging one makes dozens of them. With glibc's defaults each of
+those is mapped and unmapped (or the heap top trimmed and grown again), so page faults cost more than the arithmetic:
+features of one window take 715 µs by default and 315 µs with a fixed 1 MiB mmap threshold and a 32 MiB trim
+threshold (`reveal bench engine` shows the whole window). The memory kept for reuse is per process, not per host.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import os
+
+log = logging.getLogger(__name__)
+
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+SETTINGS = {"MALLOC_MMAP_THRESHOLD_": (M_MMAP_THRESHOLD, 1 << 20), "MALLOC_TRIM_THRESHOLD_": (M_TRIM_THRESHOLD, 32 << 20)}
+
+
+def tune_allocator(environment: dict[str, str] | None = None) -> dict[str, int]:
+    """Apply SETTINGS through mallopt(3), except those the environment sets itself; returns what was applied
+    (nothing where the C library is not glibc)."""
+    environment = os.environ if environment is None else environment
+    mallopt = _mallopt()
+    if mallopt is None:
+        return {}
+    applied = {}
+    for variable, (option, value) in SETTINGS.items():
+        if variable in environment:
+            continue
+        if mallopt(option, value) == 1:
+            applied[variable] = value
+        else:
+            log.debug("mallopt(%d, %d) refused; %s stays at glibc's default", option, value, variable)
+    return applied
+
+
+def _mallopt():
+    """glibc's mallopt, or None where this process does not run on glibc."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return None
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return mallopt
