@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import asdict, dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
-from schemas.codec import AvroCodec, DecodeError
+from schemas.codec import AvroCodec, DecodeError, load_schema
 
 VALUE_DTYPE = np.dtype("<f8")
 SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
@@ -173,8 +173,24 @@ class HostWindow:
     gpu_power_z: float
 
     def to_record(self) -> dict:
-        return {**{f: getattr(self, f) for f in self.__dataclass_fields__}, "names": list(self.names),
+        joined = _joined_names(self.names)
+        return {**{f: getattr(self, f) for f in self.__dataclass_fields__},
+                "names": [] if joined else list(self.names), "joined_names": joined or b"",
                 "means": np.asarray(self.means, dtype=VALUE_DTYPE).tobytes()}
+
+
+@lru_cache(maxsize=512)
+def _joined_names(names: tuple[str, ...]) -> bytes | None:
+    """The names as one newline-separated field, or None when a name holds a newline (then they go as a list)."""
+    if any("\n" in name for name in names):
+        return None
+    return "\n".join(names).encode("utf-8")
+
+
+@lru_cache(maxsize=512)
+def _split_names(joined: bytes) -> tuple[str, ...]:
+    """The names a joined field carries; hosts send the same names every window, so each list is split once."""
+    return tuple(joined.decode("utf-8").split("\n")) if joined else ()
 
 
 FRAME_CODEC = AvroCodec("frame")
@@ -182,7 +198,7 @@ CATALOG_CODEC = AvroCodec("catalog")
 ANOMALY_CODEC = AvroCodec("anomaly")
 ALERT_CODEC = AvroCodec("alert")
 DEADLETTER_CODEC = AvroCodec("deadletter")
-HOST_WINDOW_CODEC = AvroCodec("host_window")
+HOST_WINDOW_CODEC = AvroCodec("host_window", older_writer_schemas=(load_schema("older/host_window-1"),))
 
 
 FRAME_FIELDS = ("host", "cluster", "timestamp_ns", "sequence", "catalog_version", "values")
@@ -284,8 +300,13 @@ def encode_host_window(summary: HostWindow) -> bytes:
 def decode_host_window(message: bytes) -> HostWindow:
     """A validated host-window summary; DecodeError when its means do not match its names."""
     record = HOST_WINDOW_CODEC.decode(message)
+    joined = record.pop("joined_names", b"")
+    try:
+        names = _split_names(joined) if joined else tuple(record["names"])
+    except UnicodeDecodeError as error:
+        raise DecodeError(f"host window of {record['host']!r}: its names are not UTF-8 ({error})") from error
     means = np.frombuffer(record["means"], dtype=VALUE_DTYPE) if len(record["means"]) % 8 == 0 else None
-    if means is None or len(means) != len(record["names"]):
+    if means is None or len(means) != len(names):
         raise DecodeError(f"host window of {record['host']!r}: {len(record['means'])} mean bytes for "
-                          f"{len(record['names'])} names")
-    return HostWindow(**(record | {"names": tuple(record["names"]), "means": means}))
+                          f"{len(names)} names")
+    return HostWindow(**(record | {"names": names, "means": means}))

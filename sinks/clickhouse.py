@@ -11,6 +11,8 @@ from urllib.parse import quote, urlparse
 
 import clickhouse_connect
 
+from sinks.rows import frame_rows_binary
+
 log = logging.getLogger(__name__)
 
 TABLES_SQL = Path(__file__).with_name("sql") / "tables.sql"
@@ -34,6 +36,8 @@ COLUMNS = {"frames": FRAME_COLUMNS, "catalogs": CATALOG_COLUMNS, "windows": WIND
            "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS, "baselines": BASELINE_COLUMNS,
            "retransmissions": RETRANSMISSION_COLUMNS, "lab_faults": LAB_FAULT_COLUMNS,
            "lab_scores": LAB_SCORE_COLUMNS}
+# Tables written as RowBinary built here rather than through clickhouse-connect's per-value column writers.
+ROW_BINARY_TABLES = {"frames": frame_rows_binary}
 
 
 class StorageError(RuntimeError):
@@ -159,7 +163,11 @@ class ClickHouseWriter:
 
     def _insert(self, table: str, rows: list[list]) -> None:
         try:
-            self.client.insert(f"{self.database}.{table}", rows, column_names=list(COLUMNS[table]))
+            if table in ROW_BINARY_TABLES:
+                self.client.raw_insert(f"{self.database}.{table}", list(COLUMNS[table]),
+                                       ROW_BINARY_TABLES[table](rows), fmt="RowBinary")
+            else:
+                self.client.insert(f"{self.database}.{table}", rows, column_names=list(COLUMNS[table]))
         except Exception as error:
             raise StorageError(f"insert of {len(rows)} rows into {table} at {describe_dsn(self.dsn)} "
                                f"failed: {error}") from error

@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from schemas.codec import AvroCodec, DecodeError, load_schema
-from schemas.records import (FRAME_CODEC, Alert, Anomaly, Catalog, Channel, Evidence, Frame, decode_alert, decode_anomaly,
-                             decode_catalog, decode_frame, encode_alert, encode_anomaly, encode_catalog, encode_frame)
+from schemas.records import (FRAME_CODEC, HOST_WINDOW_CODEC, Alert, Anomaly, Catalog, Channel, Evidence, Frame,
+                             HostWindow, decode_alert, decode_anomaly, decode_catalog, decode_frame,
+                             decode_host_window, encode_alert, encode_anomaly, encode_catalog, encode_frame,
+                             encode_host_window)
 
 
 def a_catalog() -> Catalog:
@@ -125,3 +127,33 @@ def test_the_hand_written_frame_encoder_writes_what_fastavro_writes(host, cluste
                                                                      values):
     frame = Frame(host, cluster, timestamp, sequence, version, np.asarray(values, dtype=np.float64))
     assert encode_frame(frame) == FRAME_CODEC.encode(frame.to_record())
+
+
+def a_host_window(names: tuple[str, ...]) -> HostWindow:
+    return HostWindow("h", "c", 9, 1, 2, 7, names, np.arange(len(names), dtype=float), True, 2.5, 3.0, 100.0, 0.2,
+                      1.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("names", [("cpu.user.cpu0", "mem.MemFree", "ünïcode"), ("a\nb", "c"), ()])
+def test_host_window_round_trip_keeps_names_and_means(names):
+    summary = a_host_window(names)
+    decoded = decode_host_window(encode_host_window(summary))
+    assert decoded.names == names and decoded.means.tolist() == summary.means.tolist()
+    assert (decoded.host, decoded.window_id, decoded.flagged, decoded.retransmits) == ("h", 9, True, 3.0)
+
+
+def test_host_window_of_the_first_schema_version_is_read():
+    """Workers of the previous release wrote the names as a list; a newer cluster stage still reads them."""
+    summary = a_host_window(("cpu.user.cpu0", "mem.MemFree"))
+    record = summary.to_record()
+    record["names"] = list(summary.names)
+    del record["joined_names"]
+    decoded = decode_host_window(AvroCodec(load_schema("older/host_window-1")).encode(record))
+    assert decoded.names == summary.names and decoded.means.tolist() == [0.0, 1.0]
+
+
+def test_host_window_with_more_means_than_names_is_rejected():
+    record = a_host_window(("a", "b")).to_record()
+    record["joined_names"] = b"a"
+    with pytest.raises(DecodeError, match="16 mean bytes for 1 names"):
+        decode_host_window(HOST_WINDOW_CODEC.encode(record))

@@ -68,3 +68,30 @@ def test_writer_reports_full_at_its_bound_and_keeps_every_unwritten_table_when_a
     with pytest.raises(StorageError, match="into alerts"):
         writer.flush()
     assert writer.pending_rows() == 2 and writer.stats.rows["frames"] == 2, "tables after the failed one are kept"
+
+
+def test_frames_are_stored_exactly_as_sent(chdb_dsn, database):
+    """Frames go in as RowBinary: names, timestamps, sequences and every value (NaN included) come back unchanged."""
+    import math
+
+    import numpy as np
+
+    from schemas.records import Frame
+
+    writer = ClickHouseWriter(chdb_dsn, database)
+    values = np.random.default_rng(4).normal(size=300) * 1e6
+    values[[0, 150]] = np.nan
+    frames = [Frame("höst-ü", "c" * 200, T0 + 123_456_789, 2 ** 63 + 5, 2 ** 32 - 1, values),
+              Frame("plain", "", 1, 0, 0, np.empty(0)),
+              Frame("list", "c", 2, 1, 7, [1.5, -0.0])]
+    writer.add("frames", [frame_row(frame) for frame in frames[:2]] + [["list", "c", 2, 1, 7, [1.5, -0.0]]])
+    writer.flush()
+    _, rows = writer.query(f"SELECT host, cluster, toUnixTimestamp64Nano(ts), sequence, catalog_version, values "
+                           f"FROM {database}.frames ORDER BY host")
+    stored = {row[0]: row for row in rows}
+    for frame in frames:
+        host, cluster, ts, sequence, version, stored_values = stored[frame.host]
+        assert (cluster, ts, sequence, version) == (frame.cluster, frame.timestamp_ns, frame.sequence,
+                                                    frame.catalog_version)
+        assert len(stored_values) == len(frame.values)
+        assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(stored_values, frame.values))
