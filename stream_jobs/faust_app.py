@@ -42,6 +42,10 @@ from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame
 
 log = logging.getLogger(__name__)
 
+# A producer batch holds several host-window summaries (~34 KB each at 700 channels). With Faust's 16 KB default
+# each summary filled a batch alone, and the next send to that partition waited for the broker to acknowledge it.
+PRODUCER_BATCH_BYTES = 512 << 10  # under the broker's 1 MB message.max.bytes
+
 
 @dataclass(frozen=True)
 class WorkerSettings:
@@ -208,7 +212,8 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     app = faust.App(settings.app_id, broker=f"kafka://{settings.bootstrap}", value_serializer="raw",
                     key_serializer="raw", store="memory://", web_enabled=False,
                     consumer_auto_offset_reset="earliest", topic_disable_leader=True,
-                    producer_acks=-1, broker_commit_interval=1.0, stream_wait_empty=False,
+                    producer_acks=-1, producer_max_batch_size=PRODUCER_BATCH_BYTES,
+                    broker_commit_interval=1.0, stream_wait_empty=False,
                     broker_session_timeout=settings.session_timeout_s,
                     broker_credentials=settings.security.faust_credentials(), datadir=str(state_dir))
     samples = app.topic(settings.topics.samples, key_type=bytes, value_type=bytes, internal=False)

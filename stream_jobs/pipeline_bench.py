@@ -77,6 +77,7 @@ class PipelineBenchResult:
     worker_cpu_percent: float = 0.0
     producer_cpu_percent: float = 0.0
     idle_rss_bytes: int = 0
+    steady_rss_bytes: int = 0
     end_rss_bytes: int = 0
     kafka_bytes: float = float("nan")
     clickhouse_bytes: float = float("nan")
@@ -106,10 +107,21 @@ class PipelineBenchResult:
                 "worker_cpu_percent_of_core": self.worker_cpu_percent,
                 "producer_cpu_percent_of_core": self.producer_cpu_percent,
                 "worker_rss_idle_mb": self.idle_rss_bytes / 2**20, "worker_rss_end_mb": self.end_rss_bytes / 2**20,
+                "worker_rss_growth_percent_over_steady_part": rss_growth_percent(self.steady_rss_bytes,
+                                                                                 self.end_rss_bytes),
                 "memory_mb_per_host": memory_per_host(self.idle_rss_bytes, self.end_rss_bytes,
                                                       self.settings.hosts) / 2**20,
                 "kafka_bytes_per_channel_sample": self.kafka_bytes / max(self.channel_samples, 1),
                 "clickhouse_bytes_per_channel_sample": self.clickhouse_bytes / max(channels * self.frames_stored, 1)}
+
+
+def rss_growth_percent(steady_bytes: int, end_bytes: int) -> float:
+    """How much the workers' resident memory grew from the start of the steady part to its end (the soak's measure).
+
+    >>> rss_growth_percent(100, 103)
+    3.0
+    """
+    return 100.0 * (end_bytes - steady_bytes) / steady_bytes if steady_bytes else float("nan")
 
 
 def percentiles(values: list[float], quantiles: tuple[float, ...] = (50, 99)) -> tuple[float, ...]:
@@ -251,6 +263,7 @@ class PipelineBench:
         replayer = psutil.Process(producer.pid)
         first_workers, first_replayer = snapshot(self.workers), _cpu_seconds(replayer)
         first_at = time.time()
+        self.result.steady_rss_bytes = sum(sample.rss_bytes for sample in first_workers)
         profiler = self._start_profile()
         self.result.replay = _wait_for_report(producer, results, settings.duration_s + 120)
         last_workers, last_replayer = snapshot(self.workers), _cpu_seconds(replayer)
