@@ -42,7 +42,7 @@ def register(commands) -> None:
                     "(p50/p99), how far storage trails publication and whether the workers keep up, the "
                     "consumer group's commit lag, worker CPU, worker memory per "
                     "tracked host (growth over idle workers), how much worker memory grew over the steady part (run "
-                    "a long --duration at 70 %% of capacity as a soak test), and bytes per channel-sample on Kafka "
+                    "a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
                     "(after compression) and in ClickHouse (the frames table's compressed parts).")
     pipeline.add_argument("--hosts", type=int, default=10, metavar="N")
     pipeline.add_argument("--channels", type=int, default=700, metavar="C")
