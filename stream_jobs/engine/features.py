@@ -28,11 +28,13 @@ def dynamic_features(seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
     signal = np.asarray(signal, dtype=np.float64)
     with np.errstate(all="ignore"):  # NaN marks what a window cannot tell; numpy need not say so too
         present, counts = _presence(signal)
+        if len(signal) and present.all():
+            present = None  # the usual window: every sample finite, so nothing needs masking
         low, high = _extremes(signal, present, counts)
         scale = _magnitude(low, high)  # moments of signal/scale cannot overflow, whatever the units
         scaled = signal / scale
         mean = _mean(scaled, present, counts)
-        centred = np.where(present, scaled - mean, 0.0)
+        centred = _masked(scaled - mean, present, 0.0)
         variance = _per_sample(centred * centred, counts)
         slope = _slope(np.asarray(seconds, dtype=np.float64), scaled, mean, present) * scale
         shape = _shape(scaled, centred, present, counts, variance, low == high)
@@ -122,6 +124,16 @@ def _presence(signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return present, present.sum(axis=0)
 
 
+def _masked(values: np.ndarray, present: np.ndarray | None, fill: float) -> np.ndarray:
+    """values where samples are present, `fill` elsewhere; values themselves when every sample is (None)."""
+    return values if present is None else np.where(present, values, fill)
+
+
+def _counts(present: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray:
+    """Samples per channel, given where they are present (None: all of them)."""
+    return np.full(shape[1], shape[0]) if present is None else present.sum(axis=0)
+
+
 def _per_sample(total: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Column sums divided by sample counts; NaN for channels without samples."""
     return np.divide(total.sum(axis=0), counts, out=np.full(total.shape[1:], np.nan), where=counts > 0)
@@ -133,14 +145,14 @@ def _magnitude(low: np.ndarray, high: np.ndarray) -> np.ndarray:
     return np.where((magnitude > 0) & np.isfinite(magnitude), magnitude, 1.0)
 
 
-def _mean(signal: np.ndarray, present: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    return _per_sample(np.where(present, signal, 0.0), counts)
+def _mean(signal: np.ndarray, present: np.ndarray | None, counts: np.ndarray) -> np.ndarray:
+    return _per_sample(_masked(signal, present, 0.0), counts)
 
 
-def _extremes(signal: np.ndarray, present: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _extremes(signal: np.ndarray, present: np.ndarray | None, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel minimum and maximum of the finite samples; NaN for channels without samples."""
-    low = np.where(present, signal, np.inf).min(axis=0, initial=np.inf)
-    high = np.where(present, signal, -np.inf).max(axis=0, initial=-np.inf)
+    low = _masked(signal, present, np.inf).min(axis=0, initial=np.inf)
+    high = _masked(signal, present, -np.inf).max(axis=0, initial=-np.inf)
     empty = counts == 0
     return np.where(empty, np.nan, low), np.where(empty, np.nan, high)
 
@@ -164,8 +176,14 @@ def _standardised_moment(powered: np.ndarray, spread_powered: np.ndarray, counts
                      where=~flat & (spread_powered > 0)) - excess
 
 
-def _slope(seconds: np.ndarray, signal: np.ndarray, mean: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Least-squares slope per channel (units per second), over the `present` samples."""
+def _slope(seconds: np.ndarray, signal: np.ndarray, mean: np.ndarray, present: np.ndarray | None) -> np.ndarray:
+    """Least-squares slope per channel (units per second), over the `present` samples (None: all)."""
+    if present is None:  # one time axis for every channel
+        t_centred = (seconds - seconds.mean())[:, None]
+        denominator = float((t_centred ** 2).sum())
+        if denominator <= 0:
+            return np.full_like(mean, np.nan)
+        return (t_centred * (signal - np.nan_to_num(mean))).sum(axis=0) / denominator
     counts = present.sum(axis=0)
     t = np.where(present, seconds[:, None], 0.0)
     t_mean = np.divide(t.sum(axis=0), counts, out=np.zeros_like(mean), where=counts > 0)
@@ -177,16 +195,16 @@ def _slope(seconds: np.ndarray, signal: np.ndarray, mean: np.ndarray, present: n
     return slope
 
 
-def _acf1(centred: np.ndarray, present: np.ndarray, flat: np.ndarray) -> np.ndarray:
+def _acf1(centred: np.ndarray, present: np.ndarray | None, flat: np.ndarray) -> np.ndarray:
     """Lag-1 autocorrelation Σ c_t·c_{t+1} / Σ c_t² over consecutive finite pairs; NaN without any pair."""
     lagged = (centred[:-1] * centred[1:]).sum(axis=0)
     energy = (centred ** 2).sum(axis=0)
-    has_pair = (present[:-1] & present[1:]).any(axis=0)
+    has_pair = len(centred) > 1 if present is None else (present[:-1] & present[1:]).any(axis=0)
     acf = np.divide(lagged, energy, out=np.zeros_like(lagged), where=~flat & (energy > 0))
     return np.where(has_pair, acf, np.nan)
 
 
-def _stationarity(signal: np.ndarray, present: np.ndarray, spread: np.ndarray, flat: np.ndarray) -> np.ndarray:
+def _stationarity(signal: np.ndarray, present: np.ndarray | None, spread: np.ndarray, flat: np.ndarray) -> np.ndarray:
     """|mean of first half − mean of second half| / standard deviation of the pooled window.
 
     A unit-root (ADF) or KPSS test per channel and window would cost a regression and a lag search for each of
@@ -194,8 +212,9 @@ def _stationarity(signal: np.ndarray, present: np.ndarray, spread: np.ndarray, f
     bounded: at most 1/√(p·q) for halves holding shares p and q of the samples, so 2 for equal halves (a pure step).
     """
     half = len(signal) // 2
-    first = _mean(signal[:half], present[:half], present[:half].sum(axis=0))
-    second = _mean(signal[half:], present[half:], present[half:].sum(axis=0))
+    first_present, second_present = (None, None) if present is None else (present[:half], present[half:])
+    first = _mean(signal[:half], first_present, _counts(first_present, signal[:half].shape))
+    second = _mean(signal[half:], second_present, _counts(second_present, signal[half:].shape))
     gap = np.abs(first - second)
     ratio = np.divide(gap, spread, out=np.zeros_like(gap), where=~flat & (spread > 0))
     return np.where(np.isnan(gap), np.nan, ratio)

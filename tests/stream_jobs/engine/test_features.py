@@ -212,3 +212,15 @@ def test_any_finite_signal_gives_finite_or_nan_features_without_warnings(signal)
     shape = features[:, [COLUMN[n] for n in ("skew", "acf1", "stationarity")]]
     bound = len(signal) / np.sqrt(max(len(signal) - 1, 1))  # the largest |skew| or stationarity n samples allow
     assert (np.abs(shape[np.isfinite(shape)]) <= bound + 1e-9).all()
+
+
+@pytest.mark.parametrize("samples", [1, 2, 3, 29])
+def test_a_window_without_gaps_gets_the_same_features_as_one_with_gaps_elsewhere(samples):
+    """Windows whose samples are all finite skip the masking; their features equal the masked computation's."""
+    rng = np.random.default_rng(samples)
+    seconds = 1.7e9 + 0.1 * np.arange(samples) + rng.uniform(0, 0.01, samples)
+    signal = np.column_stack([rng.normal(50, 5, samples), np.full(samples, 3.0), np.linspace(0, 1e12, samples),
+                              rng.normal(0, 1e-9, samples)])
+    with_gaps = np.column_stack([signal, np.full(samples, np.nan)])
+    np.testing.assert_allclose(dynamic_features(seconds, signal), dynamic_features(seconds, with_gaps)[:4],
+                               rtol=1e-9, atol=1e-12, equal_nan=True)
