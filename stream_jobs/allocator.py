@@ -17,7 +17,8 @@ log = logging.getLogger(__name__)
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-SETTINGS = {"MALLOC_MMAP_THRESHOLD_": (M_MMAP_THRESHOLD, 1 << 20), "MALLOC_TRIM_THRESHOLD_": (M_TRIM_THRESHOLD, 32 << 20)}
+SETTINGS = {"MALLOC_MMAP_THRESHOLD_": (M_MMAP_THRESHOLD, 1 << 20),
+            "MALLOC_TRIM_THRESHOLD_": (M_TRIM_THRESHOLD, 32 << 20)}
 
 
 def tune_allocator(environment: dict[str, str] | None = None) -> dict[str, int]:

@@ -42,11 +42,12 @@ from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame
 
 log = logging.getLogger(__name__)
 
-# A producer batch holds several host-window summaries (~34 KB each at 700 channels). With Faust's 16 KB default
-# each summary filled a batch alone, and the next send to that partition waited for the broker to acknowledge it.
-PRODUCER_BATCH_BYTES = 512 << 10  # under the broker's 1 MB message.max.bytes
-# How much one fetch may bring of each partition. With Faust's 1 MB (~180 frames of 700 channels) a worker drained a
-# backlog of 150 hosts at 1,100-1,270 frames per second, with its threads waiting in select; with 8 MB, at ~2,000.
+# A producer batch holds several host-window summaries (~34 KB each at 700 channels), where Faust's 16 KB default
+# held none whole; kept under the broker's 1 MB message.max.bytes.
+PRODUCER_BATCH_BYTES = 512 << 10
+# How much one fetch may bring of each partition. With Faust's 1 MB (~180 frames of 700 channels) a worker took at
+# most ~1,200 frames per second, its threads waiting in select; with 4 MB one worker keeps up with 150 hosts at
+# 10 Hz (1,500 frames per second, `reveal bench pipeline --hosts 150 --duration 90`).
 FETCH_BYTES_PER_PARTITION = 4 << 20
 
 

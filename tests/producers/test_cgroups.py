@@ -303,22 +303,24 @@ def files_open_under(folder):
     return opened
 
 
-def test_close_releases_every_open_file(tmp_path):
+def collector_with_open_files(tmp_path) -> tuple[CgroupCollector, Path]:
+    """A collector that has read its own copy of the v2 fixture, keeping files under that copy open."""
     root = tmp_path / "cgroup"
     shutil.copytree(V2, root)
     collector = v2_collector(root)
     collector.read()
     assert files_open_under(root)
+    return collector, root
+
+
+def test_close_releases_every_open_file(tmp_path):
+    collector, root = collector_with_open_files(tmp_path)
     collector.close()
     assert files_open_under(root) == []
 
 
 def test_a_collector_dropped_without_close_releases_its_files(tmp_path):
-    root = tmp_path / "cgroup"
-    shutil.copytree(V2, root)
-    collector = v2_collector(root)
-    collector.read()
-    assert files_open_under(root)
+    collector, root = collector_with_open_files(tmp_path)
     del collector
     gc.collect()
     assert files_open_under(root) == []
