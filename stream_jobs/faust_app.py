@@ -37,6 +37,7 @@ from sinks.retry import Backoff
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.cluster_stage import ClusterStage
+from stream_jobs.faust_transport import PromptApp
 from stream_jobs.releases import ReadCursors, ReleaseTracker, Verdict
 from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
 
@@ -225,7 +226,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     """The Faust app with the catalog and host-stage agents and the storage flush timer."""
     state_dir = Path.home() / ".cache" / "reveal" / "faust" / settings.app_id
     state_dir.mkdir(parents=True, exist_ok=True)
-    app = faust.App(settings.app_id, broker=f"kafka://{settings.bootstrap}", value_serializer="raw",
+    app = PromptApp(settings.app_id, broker=f"kafka://{settings.bootstrap}", value_serializer="raw",
                     key_serializer="raw", store="memory://", web_enabled=False,
                     consumer_auto_offset_reset="earliest", topic_disable_leader=True,
                     producer_acks=-1, producer_max_batch_size=PRODUCER_BATCH_BYTES,

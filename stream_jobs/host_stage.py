@@ -18,7 +18,8 @@ import numpy as np
 
 from schemas.records import Alert, Anomaly, Catalog, Evidence, Frame, HostWindow
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowContext, WindowVerdict
+from stream_jobs.engine.host_pipeline import (EngineSettings, HostPipeline, WindowContext, WindowVerdict,
+                                              refit_phase)
 from stream_jobs.engine.incidents import AlertEvent, IncidentTracker, RegimeDetector
 from stream_jobs.engine.signatures import match_signature
 
@@ -176,7 +177,7 @@ class HostStage:
         table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
         settings = self.settings if catalog.interval_s == self.settings.interval_s else \
             EngineSettings(**{**self.settings.__dict__, "interval_s": catalog.interval_s})
-        pipeline = HostPipeline(table, settings)
+        pipeline = HostPipeline(table, settings, refit_phase(catalog.host, settings.refit_every))
         self._restore(catalog, pipeline)
         self.pipelines[catalog.host] = (catalog.version, pipeline)
         return pipeline

@@ -3,6 +3,7 @@ selected channels → detector ensemble → attribution, with a baseline that is
 
 from __future__ import annotations
 
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -88,9 +89,10 @@ class WindowContext:
 class HostPipeline:
     """Windows one host's frames, learns a baseline from its first windows, then judges each new window."""
 
-    def __init__(self, channels: ChannelTable, settings: EngineSettings = EngineSettings()):
+    def __init__(self, channels: ChannelTable, settings: EngineSettings = EngineSettings(), refit_phase: int = 0):
         self.channels = channels
         self.settings = settings
+        self.refit_phase = refit_phase
         self.assembler = WindowAssembler(settings.window_s, settings.stride_s, settings.interval_s)
         self.specs = derived_specs(channels.names)
         self.signal_names = channels.names + tuple(s.name for s in self.specs)
@@ -224,10 +226,11 @@ class HostPipeline:
         return select_channels(baseline_signal, self.signal_names, subsystems, self.settings.selection_threshold)
 
     def _remember(self, features: np.ndarray, flagged: bool) -> bool:
-        """Keep unflagged windows for the rolling baseline; refit on them every `refit_every` windows."""
+        """Keep unflagged windows for the rolling baseline; refit on them every `refit_every` windows, at the
+        host's own phase so that hosts that started together do not all refit in the same second."""
         if not flagged and self.windows_seen % self.settings.baseline_stride == 0:
             self._recent.append(features.astype(np.float32))  # every few windows: a longer span in less memory
-        due = self.windows_seen % self.settings.refit_every == 0
+        due = (self.windows_seen + self.refit_phase) % self.settings.refit_every == 0
         if due and len(self._recent) >= min(self.settings.warmup_windows, self._recent.maxlen):
             self.ensemble.refit(np.asarray(self._recent, dtype=np.float64))
             return True
@@ -269,6 +272,15 @@ class HostPipeline:
 
 
 _EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("gpu.power.",))
+
+
+def refit_phase(host: str, refit_every: int) -> int:
+    """A host's offset in the refit cycle, the same in every process and run (replays refit where live did).
+
+    >>> refit_phase("gpu-node-17", 300) == refit_phase("gpu-node-17", 300) < 300
+    True
+    """
+    return zlib.crc32(host.encode("utf-8")) % refit_every
 
 
 def _largest(z: np.ndarray, columns: list[int]) -> float:

@@ -11,7 +11,7 @@ from typing import Callable
 
 from schemas.records import Catalog, Channel
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowVerdict
+from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowVerdict, refit_phase
 from stream_jobs.engine.windows import WindowAssembler
 from stream_jobs.host_stage import host_window
 from stream_jobs.offline.tables import HostTable, RecordedTable, TableError
@@ -37,7 +37,7 @@ def learned_pipeline(table: HostTable, baseline: HostTable, settings: EngineSett
         raise TableError(f"{baseline.host}: the baseline makes {windows} windows of {settings.window_s:g} s; "
                          f"at least 10 are needed")
     pipeline = HostPipeline(table.channels, replace(settings, warmup_windows=windows, interval_s=table.interval_s,
-                                                    explain_all=True))
+                                                    explain_all=True), refit_phase(table.host, settings.refit_every))
     for timestamp, row in zip(baseline.timestamps_ns.tolist(), baseline.values):
         pipeline.push(timestamp, row)
     pipeline.restart_windows()

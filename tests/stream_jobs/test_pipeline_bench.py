@@ -76,7 +76,7 @@ def test_figures_scale_frames_by_channels_and_split_bytes_per_channel_sample():
     result = PipelineBenchResult(settings, frames_stored=90_000, stored_frames_per_s=1500.0,
                                  idle_rss_bytes=300 << 20, end_rss_bytes=600 << 20, kafka_bytes=630e6,
                                  clickhouse_bytes=504e6, replay=ReplayReport(frames=90_000),
-                                 anomaly_latencies_s=[0.5, 0.7, 2.0])
+                                 anomaly_latencies_s=[0.5, 0.7, 2.0], steady_alert_latencies_s=[0.2] * 99 + [9.0])
     figures = result.figures()
     assert figures["channel_samples_per_s"] == pytest.approx(1_050_000.0)
     assert figures["offered_channel_samples_per_s"] == pytest.approx(1_050_000.0)
@@ -85,6 +85,8 @@ def test_figures_scale_frames_by_channels_and_split_bytes_per_channel_sample():
     assert figures["clickhouse_bytes_per_channel_sample"] == pytest.approx(8.0)
     assert figures["anomaly_latency_p50_s"] == pytest.approx(0.7)
     assert math.isnan(figures["alert_latency_p99_s"])
+    assert figures["alert_latency_steady_part_p99_s"] == pytest.approx(0.2 + 0.01 * 8.8)
+    assert math.isnan(figures["anomaly_latency_steady_part_p99_s"])
 
 
 def test_the_step_change_comes_after_the_baseline_is_learnt_even_in_short_runs():

@@ -2,7 +2,7 @@ import numpy as np
 
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline
+from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, refit_phase
 
 T0 = 1_700_000_000_000_000_000
 
@@ -45,3 +45,27 @@ def test_replay_equals_live_for_the_same_frames():
     catalog = synthetic_catalog("h")
     frames = synthetic_frames(catalog, T0, 900, seed=4, steps=(StepChange("cpu.busy.cpu1", 70.0, 10.0),))
     assert run(frames, catalog) == run(frames, catalog)
+
+
+def refit_windows(catalog, frames, phase):
+    """Window ids at which a pipeline with this refit phase replaced its baseline (warm-up excluded)."""
+    table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=10, refit_every=20), phase)
+    verdicts = [v for frame in frames for v in pipeline.push(frame.timestamp_ns, np.asarray(frame.values))]
+    return [v.window_id for v in verdicts if v.baseline_changed][1:]
+
+
+def test_hosts_that_start_together_refit_at_their_own_phase():
+    catalog = synthetic_catalog("h")
+    frames = list(synthetic_frames(catalog, T0, 900, seed=4))
+    in_step, shifted = refit_windows(catalog, frames, 0), refit_windows(catalog, frames, 7)
+    assert len(in_step) >= 2 and len(shifted) >= 2
+    assert set(in_step).isdisjoint(shifted)
+    assert {b - a for a, b in zip(in_step, in_step[1:])} == {20} == {b - a for a, b in zip(shifted, shifted[1:])}
+    assert refit_windows(catalog, frames, 7) == shifted
+
+
+def test_refit_phase_is_stable_and_spreads_hosts():
+    phases = {refit_phase(f"node-{i}", 300) for i in range(150)}
+    assert refit_phase("node-1", 300) == refit_phase("node-1", 300)
+    assert all(0 <= phase < 300 for phase in phases) and len(phases) > 100
