@@ -1,14 +1,19 @@
 """Replays a fleet of synthetic hosts through Kafka in real time, for the pipeline benchmark.
 
-Every frame is encoded before the clock starts, so publishing costs little more than handing bytes to the client:
-what the benchmark measures is the broker and the workers, not the producer. Frames of all hosts share a tick, as
-agents on synchronised hosts do, and are published at `start + tick × interval`.
+Frames are encoded ahead of the clock (the first minute before it starts, each later minute on a thread while the
+one before is published), so publishing costs little more than handing bytes to the client: what the benchmark
+measures is the broker and the workers, not the producer, and a run of an hour (a soak) holds only a few minutes of
+frames in memory. Frames of all hosts share a tick, as agents on synchronised hosts do, and are published at
+`start + tick × interval`.
 """
 
 from __future__ import annotations
 
 import json
+import queue
+import threading
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
@@ -18,6 +23,7 @@ from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import encode_catalog, encode_frame
 from schemas.topics import TopicNames
 
+CHUNK_S = 60.0  # how much of the run is encoded at a time
 STEP_OFFSET = 30.0
 STEPPED_SHARE = 0.25  # of a host's CPU gauges: the detectors average over every feature, so one channel in 700 is
                       # too faint to flag, while a quarter of the CPUs 30 points busier is a contention episode
@@ -75,9 +81,11 @@ def stepped_channels(catalog, start_s: float) -> tuple[StepChange, ...]:
     return tuple(StepChange(name, start_s, STEP_OFFSET) for name in gauges[:max(1, round(len(gauges) * STEPPED_SHARE))])
 
 
-def encode_fleet(settings: FleetSettings, start_ns: int) -> EncodedFleet:
-    """Every host's catalog and frames, encoded; the first `stepped_hosts` hosts carry a step change."""
-    fleet = EncodedFleet(start_ns, ticks=[[] for _ in range(settings.ticks)])
+def encode_fleet(settings: FleetSettings, start_ns: int, first_tick: int = 0, ticks: int | None = None) -> EncodedFleet:
+    """Every host's catalog and frames (those of `ticks` ticks from `first_tick`, or all), encoded; the first
+    `stepped_hosts` hosts carry a step change."""
+    count = settings.ticks - first_tick if ticks is None else min(ticks, settings.ticks - first_tick)
+    fleet = EncodedFleet(start_ns, ticks=[[] for _ in range(count)])
     gauges = int(settings.channels * 0.6)
     for index in range(settings.hosts):
         catalog = synthetic_catalog(host_name(index), "bench", gauges=gauges,
@@ -85,20 +93,39 @@ def encode_fleet(settings: FleetSettings, start_ns: int) -> EncodedFleet:
         steps = stepped_channels(catalog, settings.step_at_s) if index < settings.stepped_hosts else ()
         key = catalog.host.encode()
         fleet.catalogs.append((key, encode_catalog(catalog)))
-        frames = synthetic_frames(catalog, start_ns, settings.ticks, seed=settings.seed + index, steps=steps)
+        frames = synthetic_frames(catalog, start_ns, count, seed=settings.seed + index, steps=steps,
+                                  first_tick=first_tick)
         for tick, frame in zip(fleet.ticks, frames):
             tick.append((key, encode_frame(frame)))
     return fleet
 
 
-def publish_paced(producer: Producer, topics: TopicNames, fleet: EncodedFleet, interval_s: float) -> ReplayReport:
+def encoded_ticks(settings: FleetSettings, start_ns: int, first: EncodedFleet) -> Iterator[list[tuple[bytes, bytes]]]:
+    """Every tick's frames: those of `first` (the run's first chunk), then each later chunk's, encoded on a thread
+    at most one chunk ahead of the tick being published."""
+    chunk = max(1, len(first.ticks))
+    ahead: queue.Queue = queue.Queue(maxsize=1)
+
+    def encode_later_chunks() -> None:
+        for first_tick in range(chunk, settings.ticks, chunk):
+            ahead.put(encode_fleet(settings, start_ns, first_tick, chunk).ticks)
+        ahead.put(None)
+
+    threading.Thread(target=encode_later_chunks, name="encode-ahead", daemon=True).start()
+    yield from first.ticks
+    while (ticks := ahead.get()) is not None:
+        yield from ticks
+
+
+def publish_paced(producer: Producer, topics: TopicNames, catalogs: list[tuple[bytes, bytes]],
+                  ticks: Iterable[list[tuple[bytes, bytes]]], interval_s: float) -> ReplayReport:
     """Catalogs first, then each tick's frames at its time on the wall clock; returns when the last tick is sent."""
-    for key, value in fleet.catalogs:
+    for key, value in catalogs:
         producer.produce(topics.catalog, value, key=key)
     producer.flush(30)
     report = ReplayReport(started_ns=time.time_ns())
     started = time.monotonic()
-    for index, tick in enumerate(fleet.ticks):
+    for index, tick in enumerate(ticks):
         delay = started + index * interval_s - time.monotonic()
         if delay > 0:
             time.sleep(delay)
@@ -121,15 +148,16 @@ def _produce(producer: Producer, topic: str, key: bytes, value: bytes) -> None:
 
 
 def replay_fleet(bootstrap: str, prefix: str, settings: FleetSettings, start_ns: int, ready, go, results) -> None:
-    """Process entry point: encode the fleet, say so on `ready`, wait for `go`, replay, put the report on
-    `results`. The client's statistics give the bytes it really sent, after compression."""
-    fleet = encode_fleet(settings, start_ns)
+    """Process entry point: encode the fleet's first chunk, say so on `ready`, wait for `go`, replay, put the
+    report on `results`. The client's statistics give the bytes it really sent, after compression."""
+    first = encode_fleet(settings, start_ns, 0, round(CHUNK_S / settings.interval_s))
     statistics: list[dict] = []
     producer = Producer(producer_config(bootstrap, {"statistics.interval.ms": 1000,
                                                     "stats_cb": lambda text: statistics.append(json.loads(text))}))
     ready.set()
     go.wait()
-    report = publish_paced(producer, TopicNames(prefix), fleet, settings.interval_s)
+    report = publish_paced(producer, TopicNames(prefix), first.catalogs, encoded_ticks(settings, start_ns, first),
+                           settings.interval_s)
     report.undelivered = producer.flush(60)
     time.sleep(1.2)  # one more statistics interval, so the last batches are counted
     producer.poll(0)

@@ -28,20 +28,24 @@ def synthetic_catalog(host: str, cluster: str = "synthetic", gauges: int = 8, co
 
 
 def synthetic_frames(catalog: Catalog, start_ns: int, count: int, seed: int = 0,
-                     steps: tuple[StepChange, ...] = ()) -> list[Frame]:
-    """`count` frames of noisy gauges around 40 % and counters growing ~1 MB/s, with the given step changes."""
-    rng = np.random.default_rng(seed)
+                     steps: tuple[StepChange, ...] = (), first_tick: int = 0) -> list[Frame]:
+    """`count` frames of noisy gauges around 40 % and counters growing ~1 MB/s, with the given step changes.
+    With `first_tick`, the frames from that tick on, continuing the counters of the ticks before it (a long run
+    generated in pieces); each piece draws its noise from its own stream."""
+    rng = np.random.default_rng(seed if first_tick == 0 else (seed, first_tick))
     interval_ns = round(catalog.interval_s * 1e9)
     kinds = np.asarray(catalog.kinds)
     levels = np.where(kinds == "gauge", 40.0, 0.0) + np.where(kinds == "static", 64e9, 0.0)
     increments = np.where(kinds == "counter", 1e6 * catalog.interval_s, 0.0)
     noise = rng.normal(0.0, 1.0, size=(count, len(kinds))) * np.where(kinds == "static", 0.0, 1.0)
     noise[:, kinds == "counter"] *= 1e4
-    values = levels + np.cumsum(np.broadcast_to(increments, (count, len(kinds))), axis=0) + noise
+    ticks = np.arange(first_tick + 1, first_tick + count + 1, dtype=np.float64)
+    values = levels + ticks[:, None] * increments + noise
     for step in steps:
         column = catalog.names.index(step.channel)
         first = int(round(step.start_s / catalog.interval_s))
-        values[first:, column] += step.offset if kinds[column] != "counter" else \
-            step.offset * catalog.interval_s * np.arange(1, max(count - first, 0) + 1)
-    return [Frame(catalog.host, catalog.cluster, start_ns + i * interval_ns, i, catalog.version, row)
-            for i, row in enumerate(values)]
+        stepped = ticks - 1 >= first
+        values[stepped, column] += step.offset if kinds[column] != "counter" else \
+            step.offset * catalog.interval_s * (ticks[stepped] - first)
+    return [Frame(catalog.host, catalog.cluster, start_ns + tick * interval_ns, tick, catalog.version, row)
+            for tick, row in enumerate(values, start=first_tick)]

@@ -34,6 +34,7 @@ from schemas.records import (DEADLETTER_CODEC, decode_catalog, decode_frame, dec
                              encode_anomaly, encode_host_window)
 from sinks.clickhouse import ClickHouseWriter, StorageError, describe_dsn
 from sinks.retry import Backoff
+from stream_jobs.allocator import release_free_memory
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.cluster_stage import ClusterStage
@@ -50,6 +51,7 @@ PRODUCER_BATCH_BYTES = 512 << 10
 # most ~1,200 frames per second, its threads waiting in select; with 4 MB one worker keeps up with 150 hosts at
 # 10 Hz (1,500 frames per second, `reveal bench pipeline --hosts 150 --duration 90`).
 FETCH_BYTES_PER_PARTITION = 4 << 20
+RELEASE_MEMORY_EVERY_S = 10.0  # a few milliseconds each time (stream_jobs/allocator.py)
 
 
 @dataclass(frozen=True)
@@ -383,5 +385,9 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
     @app.timer(settings.report_every_s)
     async def report_progress():
         log.info("worker: %s", shell.progress())
+
+    @app.timer(RELEASE_MEMORY_EVERY_S)
+    async def release_memory():
+        release_free_memory()
 
     return app

@@ -26,7 +26,8 @@ import psutil
 from producers.paced_replay import FleetSettings, ReplayReport, replay_fleet
 from schemas.topics import TopicNames, ensure_topics
 from stream_jobs.stack_profile import ProfileSummary, start_py_spy, summarise_collapsed
-from stream_jobs.pipeline_probes import FindingsListener, LagProbe, ProcessSample, WorkerProcess, snapshot
+from stream_jobs.pipeline_probes import (FindingsListener, LagProbe, MemoryProbe, ProcessSample, WorkerProcess,
+                                         snapshot)
 
 WARMUP_WINDOWS = 10
 GOALS = {"channel_samples_per_s": (">=", 1_000_000.0), "anomaly_latency_p99_s": ("<=", 1.5),
@@ -35,6 +36,9 @@ GOALS = {"channel_samples_per_s": (">=", 1_000_000.0), "anomaly_latency_p99_s": 
 STEADY_FROM = 0.25  # share of the run before the steady part starts (start-up and first catch-up left out)
 LAG_TREND_FROM = 0.5  # share of the run before lag growth is judged
 DRAIN_S = 10.0
+# The run's busiest topics keep only their last quarter hour, in small segments, so that an hour at 100 hosts does
+# not fill the broker's disk (~9 MB/s of frames and host-window summaries).
+BENCH_TOPIC_LIMITS = {"retention.ms": str(15 * 60 * 1000), "segment.bytes": str(64 << 20)}
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,10 @@ class PipelineBenchResult:
     worker_cpu_percent: float = 0.0
     producer_cpu_percent: float = 0.0
     idle_rss_bytes: int = 0
-    steady_rss_bytes: int = 0
+    steady_rss_bytes: int = 0  # medians of the first and last fifth of the steady part
     end_rss_bytes: int = 0
+    median_rss_bytes: int = 0  # over the steady part
+    peak_rss_bytes: int = 0
     kafka_bytes: float = float("nan")
     clickhouse_bytes: float = float("nan")
     replay: ReplayReport = field(default_factory=ReplayReport)
@@ -113,13 +119,31 @@ class PipelineBenchResult:
                 "commit_lag_slope_records_per_s": self.lag_slope_per_s,
                 "worker_cpu_percent_of_core": self.worker_cpu_percent,
                 "producer_cpu_percent_of_core": self.producer_cpu_percent,
-                "worker_rss_idle_mb": self.idle_rss_bytes / 2**20, "worker_rss_end_mb": self.end_rss_bytes / 2**20,
+                "worker_rss_idle_mb": self.idle_rss_bytes / 2**20,
+                "worker_rss_median_mb": self.median_rss_bytes / 2**20,
+                "worker_rss_peak_mb": self.peak_rss_bytes / 2**20,
                 "worker_rss_growth_percent_over_steady_part": rss_growth_percent(self.steady_rss_bytes,
                                                                                  self.end_rss_bytes),
-                "memory_mb_per_host": memory_per_host(self.idle_rss_bytes, self.end_rss_bytes,
+                "memory_mb_per_host": memory_per_host(self.idle_rss_bytes, self.median_rss_bytes,
                                                       self.settings.hosts) / 2**20,
+                "memory_mb_per_host_at_peak": memory_per_host(self.idle_rss_bytes, self.peak_rss_bytes,
+                                                              self.settings.hosts) / 2**20,
                 "kafka_bytes_per_channel_sample": self.kafka_bytes / max(self.channel_samples, 1),
                 "clickhouse_bytes_per_channel_sample": self.clickhouse_bytes / max(channels * self.frames_stored, 1)}
+
+
+def rss_summary(samples: list[int]) -> tuple[int, int, int, int]:
+    """(median of the first fifth, median of the last fifth, median, peak) of memory samples in time order; zeros
+    for none.
+
+    >>> rss_summary([10, 12, 11, 30, 12, 13, 14, 13, 15, 14])
+    (11, 14, 13, 30)
+    """
+    if not samples:
+        return 0, 0, 0, 0
+    fifth = max(1, len(samples) // 5)
+    return (int(np.median(samples[:fifth])), int(np.median(samples[-fifth:])), int(np.median(samples)),
+            max(samples))
 
 
 def rss_growth_percent(steady_bytes: int, end_bytes: int) -> float:
@@ -223,6 +247,7 @@ class PipelineBench:
 
     def run(self) -> PipelineBenchResult:
         ensure_topics({"bootstrap.servers": self.settings.bootstrap}, self.topics)
+        self._limit_topic_sizes()
         context = multiprocessing.get_context("spawn")
         ready, go, results = context.Event(), context.Event(), context.Queue()
         start_ns = time.time_ns() // 10**9 * 10**9
@@ -249,6 +274,16 @@ class PipelineBench:
         self._read_storage()
         return self.result
 
+    def _limit_topic_sizes(self) -> None:
+        from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+        admin = AdminClient({"bootstrap.servers": self.settings.bootstrap, "log_level": 0})
+        resources = [ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+            for name, value in BENCH_TOPIC_LIMITS.items()]) for topic in (self.topics.samples, self.topics.host_windows)]
+        for future in admin.incremental_alter_configs(resources).values():
+            future.result(30)
+
     def _start_workers(self) -> None:
         self.progress(f"starting {self.settings.workers} worker(s) in group {self.group} …")
         self.workers = [WorkerProcess(self.settings.bootstrap, self.prefix, self.group, self.folder / f"worker-{i}",
@@ -270,11 +305,15 @@ class PipelineBench:
         replayer = psutil.Process(producer.pid)
         first_workers, first_replayer = snapshot(self.workers), _cpu_seconds(replayer)
         first_at = time.time()
-        self.result.steady_rss_bytes = sum(sample.rss_bytes for sample in first_workers)
+        memory = MemoryProbe(self.workers).start()
         profiler = self._start_profile()
-        self.result.replay = _wait_for_report(producer, results, settings.duration_s + 120)
+        try:
+            self.result.replay = _wait_for_report(producer, results, settings.duration_s + 120)
+        finally:
+            memory.stop()
         last_workers, last_replayer = snapshot(self.workers), _cpu_seconds(replayer)
-        self.result.end_rss_bytes = sum(sample.rss_bytes for sample in last_workers)
+        (self.result.steady_rss_bytes, self.result.end_rss_bytes, self.result.median_rss_bytes,
+         self.result.peak_rss_bytes) = rss_summary([rss for _, rss in memory.samples])
         self.result.worker_cpu_percent = cpu_percent(first_workers, last_workers)
         self.result.producer_cpu_percent = 100 * (last_replayer - first_replayer) / (time.time() - first_at)
         started = self.result.replay.started_ns / 1e9

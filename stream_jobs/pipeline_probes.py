@@ -82,17 +82,15 @@ def snapshot(workers: list[WorkerProcess]) -> list[ProcessSample]:
     return [worker.sample() for worker in workers]
 
 
-class LagProbe:
-    """The consumer group's committed offsets on the samples topic against its high watermarks, from the broker."""
+class PeriodicProbe:
+    """Calls `sample` every `every_s` seconds on a daemon thread until stopped."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, every_s: float = 2.0):
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        self.group, self.topic, self.every_s = group, topic, every_s
-        self.samples: list[tuple[float, int, int]] = []  # (wall time, records consumed, records behind)
+    def __init__(self, name: str, every_s: float):
+        self.every_s = every_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="lag-probe", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def start(self) -> "LagProbe":
+    def start(self):
         self._thread.start()
         return self
 
@@ -101,14 +99,46 @@ class LagProbe:
         if self._thread.is_alive():
             self._thread.join()
 
+    def sample(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
-            try:
-                committed, ends = self.committed(), self.high_watermarks()
-            except KafkaException:
-                continue  # one missed sample; the broker is busy, the next one will do
-            consumed = sum(max(committed.get(p, 0), 0) for p in ends)
-            self.samples.append((time.time(), consumed, sum(ends.values()) - consumed))
+            self.sample()
+
+
+class MemoryProbe(PeriodicProbe):
+    """The workers' resident memory together, every second: one sample swings by ±150 MB with chDB's merges and
+    the allocator, so the benchmark reads medians and the peak."""
+
+    def __init__(self, workers: list[WorkerProcess], every_s: float = 1.0):
+        super().__init__("memory-probe", every_s)
+        self.workers = workers
+        self.samples: list[tuple[float, int]] = []  # (wall time, bytes)
+
+    def sample(self) -> None:
+        try:
+            self.samples.append((time.time(), sum(sample.rss_bytes for sample in snapshot(self.workers))))
+        except psutil.Error:
+            self._stop.set()  # a worker exited; what was sampled stands
+
+
+class LagProbe(PeriodicProbe):
+    """The consumer group's committed offsets on the samples topic against its high watermarks, from the broker."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, every_s: float = 2.0):
+        super().__init__("lag-probe", every_s)
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        self.group, self.topic = group, topic
+        self.samples: list[tuple[float, int, int]] = []  # (wall time, records consumed, records behind)
+
+    def sample(self) -> None:
+        try:
+            committed, ends = self.committed(), self.high_watermarks()
+        except KafkaException:
+            return  # one missed sample; the broker is busy, the next one will do
+        consumed = sum(max(committed.get(p, 0), 0) for p in ends)
+        self.samples.append((time.time(), consumed, sum(ends.values()) - consumed))
 
     def high_watermarks(self) -> dict[int, int]:
         partitions = self.admin.list_topics(self.topic, timeout=10).topics[self.topic].partitions

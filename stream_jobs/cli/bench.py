@@ -42,8 +42,9 @@ def register(commands) -> None:
                     "(p50/p99 over the run, where every host learns its baseline in the same second, and p99 for "
                     "windows that closed in the steady part), how far storage trails publication and whether the workers keep up, the "
                     "consumer group's commit lag, worker CPU, worker memory per "
-                    "tracked host (growth over idle workers), how much worker memory grew over the steady part (run "
-                    "a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
+                    "tracked host (growth over idle workers: the median of per-second samples over the steady part, "
+                    "and its peak), how much worker memory grew over the steady part (median of its last fifth "
+                    "against its first; run a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
                     "(after compression) and in ClickHouse (the frames table's compressed parts).")
     pipeline.add_argument("--hosts", type=int, default=10, metavar="N")
     pipeline.add_argument("--channels", type=int, default=700, metavar="C")

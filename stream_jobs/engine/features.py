@@ -6,6 +6,7 @@ stationarity statistic; event counters get their total, burst count and largest 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -65,11 +66,19 @@ class FeatureLayout:
     dynamic_channels: tuple[int, ...]
     event_channels: tuple[int, ...]
 
-    @cached_property
-    def names(self) -> list[str]:
-        """'channel:feature' for every entry of `compute`'s output."""
-        return ([f"{self.channel_names[c]}:{f}" for c in self.dynamic_channels for f in DYNAMIC_FEATURES]
-                + [f"{self.channel_names[c]}:{f}" for c in self.event_channels for f in EVENT_FEATURES])
+    @property
+    def names(self) -> "FeatureNames":
+        """'channel:feature' for every entry of `compute`'s output, made when read: a host's selected layout has
+        thousands of features, and held as strings they cost ~350 KB per host."""
+        return FeatureNames(self)
+
+    def name(self, index: int) -> str:
+        dynamic = len(self.dynamic_channels) * len(DYNAMIC_FEATURES)
+        if index < dynamic:
+            channel, feature = divmod(index, len(DYNAMIC_FEATURES))
+            return f"{self.channel_names[self.dynamic_channels[channel]]}:{DYNAMIC_FEATURES[feature]}"
+        channel, feature = divmod(index - dynamic, len(EVENT_FEATURES))
+        return f"{self.channel_names[self.event_channels[channel]]}:{EVENT_FEATURES[feature]}"
 
     @cached_property
     def channel_of_feature(self) -> np.ndarray:
@@ -100,6 +109,31 @@ class FeatureLayout:
         dynamic = dynamic_features(seconds[1:], signal[:, self._dynamic_index])
         events = event_features(signal[:, self._event_index] * np.diff(seconds)[:, None])
         return np.concatenate([dynamic.ravel(), events.ravel()])
+
+
+class FeatureNames(Sequence):
+    """The feature names of a layout as a read-only sequence, each made when it is read."""
+
+    def __init__(self, layout: FeatureLayout):
+        self.layout = layout
+
+    def __len__(self) -> int:
+        return len(self.layout)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self.layout.name(i) for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(f"feature {index} of {len(self)}")
+        return self.layout.name(index % len(self))
+
+    def __iter__(self):
+        names = self.layout.channel_names
+        for blocks, features in ((self.layout.dynamic_channels, DYNAMIC_FEATURES),
+                                 (self.layout.event_channels, EVENT_FEATURES)):
+            for channel in blocks:
+                prefix = names[channel] + ":"
+                yield from (prefix + feature for feature in features)
 
 
 @lru_cache(maxsize=256)

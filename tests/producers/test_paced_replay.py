@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from producers.paced_replay import STEP_OFFSET, FleetSettings, encode_fleet, host_name
+from producers.paced_replay import STEP_OFFSET, FleetSettings, encode_fleet, encoded_ticks, host_name
 from schemas.records import decode_catalog, decode_frame
 
 T0 = 1_700_000_000_000_000_000
@@ -29,3 +29,20 @@ def test_only_stepped_hosts_carry_the_step_from_its_time_on():
     stepped = [i for i in gauges if shift[0, i] > STEP_OFFSET - 3]
     assert [names[i] for i in stepped] == ["cpu.busy.cpu0", "cpu.busy.cpu1", "cpu.busy.cpu2"]  # 12 gauges / 4
     assert np.abs(shift[1, gauges]).max() < 3 and np.abs(shift[0, gauges[3:]]).max() < 3
+
+
+def test_a_run_encoded_in_chunks_continues_every_host_from_chunk_to_chunk():
+    settings = FleetSettings(hosts=2, channels=20, interval_s=0.1, duration_s=2.5, step_at_s=1.0, stepped_hosts=1)
+    first = encode_fleet(settings, T0, 0, 10)
+    ticks = list(encoded_ticks(settings, T0, first))
+    assert len(first.ticks) == 10 and len(ticks) == 25
+    frames = np.array([[decode_frame(v) for _, v in tick] for tick in ticks])  # tick, host
+    assert [f.sequence for f in frames[:, 1]] == list(range(25))
+    assert [f.timestamp_ns for f in frames[:, 0]] == [T0 + i * 100_000_000 for i in range(25)]
+    names = decode_catalog(first.catalogs[0][1]).names
+    counter = names.index("net.rx_bytes.eth0")
+    rates = np.diff([f.values[counter] for f in frames[:, 1]])
+    assert np.all(np.abs(rates - 1e5) < 1e5)  # ~1 MB/s throughout: no reset where a chunk starts
+    gauge = names.index("cpu.busy.cpu0")
+    stepped = np.array([f.values[gauge] for f in frames[:, 0]])
+    assert stepped[10:].mean() - stepped[:10].mean() > STEP_OFFSET - 5  # the step lands in the second chunk

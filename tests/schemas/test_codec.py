@@ -34,6 +34,16 @@ def test_catalog_round_trip_and_version_is_content_fingerprint():
     assert extended.version != catalog.version
 
 
+def test_hosts_declaring_the_same_channels_share_them_once_decoded():
+    catalog = a_catalog()
+    first = decode_catalog(encode_catalog(catalog))
+    second = decode_catalog(encode_catalog(Catalog("gpu-node-8", "train-a", catalog.channels, 0.1)))
+    assert all(a is b for a, b in zip(first.channels, second.channels))
+    changed = decode_catalog(encode_catalog(Catalog("gpu-node-9", "train-a", (
+        Channel("cpu.user.cpu0", "cpu", "counter", "ticks", "cpu1"),) + catalog.channels[1:], 0.1)))
+    assert changed.channels[0].device == "cpu1" and changed.channels[1] is first.channels[1]
+
+
 def test_anomaly_and_alert_round_trip():
     anomaly = Anomaly("h", "c", 17, 1, 2, ("zscore",), 3.5, 1.2, "cpu", "cpu busy is high",
                       (Evidence("cpu.user.cpu0", "mean", 90.0, 20.0, 2.0, 35.0),))

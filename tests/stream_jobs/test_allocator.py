@@ -1,6 +1,6 @@
 import pytest
 
-from stream_jobs.allocator import SETTINGS, tune_allocator
+from stream_jobs.allocator import SETTINGS, release_free_memory, tune_allocator
 
 
 def test_every_setting_is_applied_on_glibc():
@@ -19,3 +19,14 @@ def test_the_reveal_command_tunes_its_own_process(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         cli.main(["bench", "engine", "--help"])
     assert applied == [{variable: value for variable, (_, value) in SETTINGS.items()}]
+
+
+def test_free_memory_goes_back_to_the_system():
+    import psutil
+
+    tune_allocator({})
+    blocks = [bytearray(256 << 10) for _ in range(400)]  # ~100 MB below the mmap threshold: taken from the heap
+    held = psutil.Process().memory_info().rss
+    del blocks
+    assert release_free_memory()  # glibc says it gave memory back
+    assert psutil.Process().memory_info().rss < held - (80 << 20)

@@ -224,3 +224,13 @@ def test_a_window_without_gaps_gets_the_same_features_as_one_with_gaps_elsewhere
     with_gaps = np.column_stack([signal, np.full(samples, np.nan)])
     np.testing.assert_allclose(dynamic_features(seconds, signal), dynamic_features(seconds, with_gaps)[:4],
                                rtol=1e-9, atol=1e-12, equal_nan=True)
+
+
+def test_feature_names_are_made_when_read_and_match_the_full_list():
+    layout = feature_layout(("g", "c", "e", "s"), ("gauge", "counter", "event", "static"))
+    expected = ([f"{c}:{f}" for c in ("g", "c") for f in DYNAMIC_FEATURES] + [f"e:{f}" for f in EVENT_FEATURES])
+    assert list(layout.names) == expected
+    assert [layout.names[i] for i in range(-len(expected), 0)] == expected
+    assert layout.names[3:9:2] == expected[3:9:2]
+    with pytest.raises(IndexError):
+        layout.names[len(expected)]
