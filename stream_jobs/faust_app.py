@@ -17,13 +17,13 @@ inserts, rows stay queued, attempts back off exponentially, and consumption paus
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import time
 from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable, Hashable
 
 import faust
 
@@ -101,6 +101,7 @@ class WorkerShell:
         self.cursors = ReadCursors(compacted_topics=frozenset({settings.topics.catalog}))
         self.backoff = Backoff(first_s=min(0.5, settings.storage_retry_max_s), max_s=settings.storage_retry_max_s)
         self.paused = False
+        self.acknowledge: Callable[[Hashable, int], None] = _unconnected  # the Faust app connects its consumer
 
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
         """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again."""
@@ -122,9 +123,9 @@ class WorkerShell:
         self.counters.records += 1
         self.last_record_at = time.monotonic()
 
-    def hold_frame(self, frame, entry) -> None:
+    def hold_frame(self, frame, partition, offset: int) -> None:
         """Keep the frame's record unreleased while the host's state depends on it."""
-        self.releases.hold(frame.host, frame.timestamp_ns, entry)
+        self.releases.hold(frame.host, partition, frame.timestamp_ns, offset)
         self.releases.advance(frame.host, self.stage.needed_since_ns(frame.host))
 
     def forget_hosts(self) -> None:
@@ -150,8 +151,8 @@ class WorkerShell:
         self._storage_recovered(written)
         if generation != self.cursors.generation:
             return  # partitions were revoked meanwhile: their new owner, maybe this worker again, reads them again
-        for acknowledge in ready:
-            acknowledge()
+        for partition, offset in ready:
+            self.acknowledge(partition, offset)
 
     def _storage_failed(self, error: StorageError) -> None:
         self.counters.storage_errors += 1
@@ -202,11 +203,15 @@ class WorkerShell:
         self.storage_thread.shutdown()
 
 
+def _unconnected(partition, offset: int) -> None:
+    raise RuntimeError(f"record {partition}@{offset} released before the worker's consumer was connected")
+
+
 @dataclass(eq=False, slots=True, weakref_slot=True)
 class Delivered:
-    """A consumed record's position, all that Faust's `Consumer.ack` reads of a message (it tracks unacknowledged
-    messages in a weak set, hence the weak reference): ~430 bytes held per record with its acknowledgement, where
-    holding the message cost ~2.8 KB."""
+    """A released record's position, all that Faust's `Consumer.ack` reads of a message (it tracks unacknowledged
+    messages in a weak set, hence the weak reference); made when the record is released, while what is held until
+    then is two integers per record (stream_jobs/releases.py)."""
 
     topic: str
     tp: object
@@ -266,10 +271,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
         queue_cluster_output(shell.writer, output)
         await publish_findings(output)
 
-    def release_after_flush(record, entry) -> None:
-        shell.releases.done(entry)
-
-    async def consume(stream, step: str, decode, handle, forward=publish, hold=release_after_flush) -> None:
+    async def consume(stream, step: str, decode, handle, forward=publish, hold=None) -> None:
         """Decode each record in offset order, dead-letter what cannot be decoded, hand the rest to the stage;
         offsets are committed when the shell releases the records (after their results are stored)."""
         async for event in stream.noack().events():
@@ -287,17 +289,16 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
                 await forward(handle(record))
             if generation != shell.cursors.generation:
                 continue  # revoked while it was handled: its state is gone and the new owner reads it again
-            entry = shell.releases.consumed(message.tp, acknowledger(message))
-            if record is None:
-                shell.releases.done(entry)
-            else:
-                hold(record, entry)
+            shell.releases.consumed(message.tp, message.offset)
+            if record is not None and hold is not None:
+                hold(record, message.tp, message.offset)
             shell.cursors.processed(message.tp, message.offset)
 
-    def acknowledger(message):
-        """What acknowledges the record once released. Only its position is kept, not the message: a partition may
-        wait minutes for one host's open incident while its other hosts' frames pile up behind it."""
-        return functools.partial(app.consumer.ack, Delivered(message.topic, message.tp, message.offset))
+    def acknowledge(tp, offset: int) -> None:
+        """Tell Faust a released record is done with, so that its offset is committed once those before it are."""
+        app.consumer.ack(Delivered(tp.topic, tp, offset))
+
+    shell.acknowledge = acknowledge
 
     async def ready_to_process(message) -> bool:
         """Whether this record is the next one its partition owes the stage; after a gap, read again from it."""

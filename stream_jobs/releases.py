@@ -5,8 +5,8 @@ open incident: see HostStage.needed_since_ns) and once the rows it produced are 
 offset per partition, so a record is acknowledged only when every record before it in its partition is released
 too: hosts sharing a partition start again from the earliest need among them (the others judge some stored windows
 again, identically, but may see the tail of an incident that ended in that span and announce it afresh). Records
-are opaque here (in the worker, callables that acknowledge a Kafka message); `max_held_s` bounds how far back a host
-may hold its frames.
+are (partition, offset) pairs, kept in flat integer arrays; `max_held_s` bounds how far back a host may hold its
+frames.
 
 `ReadCursors` keeps each assigned partition read in offset order from where the last owner committed: a record past
 the next expected offset means records in between were skipped (a fetch from before a rebalance, a consumer that
@@ -17,73 +17,123 @@ them. Compacted topics are exempt: compaction leaves gaps on purpose.
 from __future__ import annotations
 
 import enum
-from collections import defaultdict, deque
+from array import array
+from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Hashable
 
 
-@dataclass(eq=False)
-class Consumed:
-    """One consumed record and whether nothing needs it any more."""
-    record: Any
-    released: bool = False
+class Int64Queue:
+    """A first-in first-out queue of 64-bit integers in one flat array (8 bytes each, where a deque of Python
+    ints costs ~36): a partition may wait minutes behind one host's open incident, with every record after it
+    still to be released."""
+
+    __slots__ = ("_values", "_start")
+
+    def __init__(self):
+        self._values = array("q")
+        self._start = 0
+
+    def __len__(self) -> int:
+        return len(self._values) - self._start
+
+    def append(self, value: int) -> None:
+        self._values.append(value)
+
+    def first(self) -> int:
+        return self._values[self._start]
+
+    def last(self) -> int:
+        return self._values[-1]
+
+    def pop_first(self) -> int:
+        value = self._values[self._start]
+        self._start += 1
+        if self._start >= 4096 and 2 * self._start >= len(self._values):
+            del self._values[:self._start]
+            self._start = 0
+        return value
+
+
+class HeldFrames:
+    """One host's frames in one partition that its state still needs: instants and offsets, in arrival order."""
+
+    __slots__ = ("instants", "offsets")
+
+    def __init__(self):
+        self.instants, self.offsets = Int64Queue(), Int64Queue()
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def append(self, instant_ns: int, offset: int) -> None:
+        self.instants.append(instant_ns)
+        self.offsets.append(offset)
+
+    def release_before(self, cutoff_ns: int) -> None:
+        while self.instants and self.instants.first() < cutoff_ns:
+            self.instants.pop_first()
+            self.offsets.pop_first()
 
 
 class ReleaseTracker:
-    """Consumed records in partition order, the hosts' holds on them, and the records ready to release after a
-    flush."""
+    """Consumed offsets in partition order, the hosts' holds on them, and the records ready to release after a
+    flush. Records are (partition, offset) pairs."""
 
     def __init__(self, max_held_s: float = 300.0):
         self.max_held_ns = round(max_held_s * 1e9)
-        self._by_partition: dict[Hashable, deque[Consumed]] = defaultdict(deque)
-        self._by_host: dict[str, deque[tuple[int, Consumed]]] = defaultdict(deque)
-        self._ready: list[Any] = []
+        self._unreleased: dict[Hashable, Int64Queue] = defaultdict(Int64Queue)
+        self._holds: dict[Hashable, dict[str, HeldFrames]] = defaultdict(dict)  # partition → host → frames
+        self._partitions_of: dict[str, set[Hashable]] = defaultdict(set)
+        self._ready: list[tuple[Hashable, int]] = []
 
-    def consumed(self, partition: Hashable, record: Any) -> Consumed:
-        """Register a record in its partition's order (records arrive in offset order); hold or release it next."""
-        entry = Consumed(record)
-        self._by_partition[partition].append(entry)
-        return entry
+    def consumed(self, partition: Hashable, offset: int) -> None:
+        """Register a record (records of a partition arrive in offset order); unless a host holds it next, it is
+        released after the next flush."""
+        self._unreleased[partition].append(offset)
 
-    def hold(self, host: str, timestamp_ns: int, entry: Consumed) -> None:
+    def hold(self, host: str, partition: Hashable, timestamp_ns: int, offset: int) -> None:
         """A frame record whose results are queued for storage and which the host's state may still need."""
-        self._by_host[host].append((timestamp_ns, entry))
-
-    @staticmethod
-    def done(entry: Consumed) -> None:
-        """A record nothing in memory depends on (a catalog, a dead letter): released after the next flush."""
-        entry.released = True
+        frames = self._holds[partition].get(host)
+        if frames is None:
+            frames = self._holds[partition][host] = HeldFrames()
+            self._partitions_of[host].add(partition)
+        frames.append(timestamp_ns, offset)
 
     def advance(self, host: str, needed_since_ns: int | None) -> None:
         """Mark the host's frames older than `needed_since_ns` (all of them for None) as no longer needed."""
-        held = self._by_host[host]
-        if held:
-            newest = held[-1][0]
-            cutoff = newest + 1 if needed_since_ns is None else needed_since_ns
-            cutoff = max(cutoff, newest - self.max_held_ns)
-            while held and held[0][0] < cutoff:
-                held.popleft()[1].released = True
+        for partition in self._partitions_of.get(host, ()):
+            frames = self._holds[partition][host]
+            if frames:
+                newest = frames.instants.last()
+                cutoff = newest + 1 if needed_since_ns is None else needed_since_ns
+                frames.release_before(max(cutoff, newest - self.max_held_ns))
 
-    def take_ready(self) -> list[Any]:
-        """The records to release once the rows queued so far are stored: each partition's released prefix."""
+    def take_ready(self) -> list[tuple[Hashable, int]]:
+        """The records to release once the rows queued so far are stored: each partition's offsets before the
+        oldest frame a host still holds there."""
         ready, self._ready = self._ready, []
-        for queue in self._by_partition.values():
-            while queue and queue[0].released:
-                ready.append(queue.popleft().record)
+        for partition, offsets in self._unreleased.items():
+            held = [frames.offsets.first() for frames in self._holds.get(partition, {}).values() if frames]
+            limit = min(held) if held else None
+            while offsets and (limit is None or offsets.first() < limit):
+                ready.append((partition, offsets.pop_first()))
         return ready
 
-    def put_back(self, records: list[Any]) -> None:
+    def put_back(self, records: list[tuple[Hashable, int]]) -> None:
         """Records whose rows could not be stored: released after a later flush."""
         self._ready[:0] = records
 
     def forget_all(self) -> None:
         """Partitions were revoked: drop every record without releasing it; they will be consumed again."""
-        self._by_partition.clear()
-        self._by_host.clear()
+        self._unreleased.clear()
+        self._holds.clear()
+        self._partitions_of.clear()
         self._ready.clear()
 
     def held(self) -> int:
-        return sum(not entry.released for queue in self._by_partition.values() for entry in queue)
+        """Frames some host's state still needs."""
+        return sum(len(frames) for hosts in self._holds.values() for frames in hosts.values())
 
 
 class Verdict(enum.Enum):

@@ -73,6 +73,7 @@ class FeatureLayout:
         return FeatureNames(self)
 
     def name(self, index: int) -> str:
+        """The name of one entry of `compute`'s output (0 ≤ index < len(self))."""
         dynamic = len(self.dynamic_channels) * len(DYNAMIC_FEATURES)
         if index < dynamic:
             channel, feature = divmod(index, len(DYNAMIC_FEATURES))

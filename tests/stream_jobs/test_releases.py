@@ -6,58 +6,86 @@ from stream_jobs.releases import ReadCursors, ReleaseTracker, Verdict
 S = 10**9
 
 
-def hold_frames(tracker: ReleaseTracker, host: str, seconds, partition: str = "p0") -> None:
-    for second in seconds:
-        tracker.hold(host, second * S, tracker.consumed(partition, f"{host}{second}"))
+class Partition:
+    """Offsets handed out in order, as a partition delivers them."""
+
+    def __init__(self, tracker: ReleaseTracker, name: str = "p0"):
+        self.tracker, self.name, self.next = tracker, name, 0
+
+    def consume(self) -> int:
+        offset, self.next = self.next, self.next + 1
+        self.tracker.consumed(self.name, offset)
+        return offset
+
+    def hold(self, host: str, seconds) -> list[int]:
+        offsets = []
+        for second in seconds:
+            offsets.append(self.consume())
+            self.tracker.hold(host, self.name, second * S, offsets[-1])
+        return offsets
 
 
 def test_frames_are_released_once_older_than_what_the_host_still_needs():
     tracker = ReleaseTracker()
-    hold_frames(tracker, "h", range(5))
+    Partition(tracker).hold("h", range(5))
     tracker.advance("h", 3 * S)
-    assert tracker.take_ready() == ["h0", "h1", "h2"] and tracker.held() == 2
+    assert tracker.take_ready() == [("p0", 0), ("p0", 1), ("p0", 2)] and tracker.held() == 2
     tracker.advance("h", None)
-    assert tracker.take_ready() == ["h3", "h4"] and tracker.held() == 0
+    assert tracker.take_ready() == [("p0", 3), ("p0", 4)] and tracker.held() == 0
 
 
 def test_a_host_still_needing_a_frame_holds_back_later_records_of_its_partition():
     tracker = ReleaseTracker()
-    a0 = tracker.consumed("p0", "a0")
-    tracker.hold("a", 0, a0)
-    hold_frames(tracker, "b", range(3))
-    catalog = tracker.consumed("p0", "catalog")
-    tracker.done(catalog)
-    hold_frames(tracker, "c", range(2), partition="p1")
+    p0, p1 = Partition(tracker, "p0"), Partition(tracker, "p1")
+    p0.hold("a", [0])
+    p0.hold("b", range(3))
+    p0.consume()  # a catalog: nothing holds it
+    p1.hold("c", range(2))
     tracker.advance("b", None)
     tracker.advance("c", None)
-    assert tracker.take_ready() == ["c0", "c1"] and tracker.held() == 1, "p0 waits for a0"
+    assert tracker.take_ready() == [("p1", 0), ("p1", 1)] and tracker.held() == 1, "p0 waits for a's frame"
     tracker.advance("a", None)
-    assert tracker.take_ready() == ["a0", "b0", "b1", "b2", "catalog"]
+    assert tracker.take_ready() == [("p0", offset) for offset in range(5)]
 
 
 def test_records_put_back_after_a_failed_flush_come_first_next_time():
     tracker = ReleaseTracker()
-    tracker.done(tracker.consumed("catalogs", "catalog-1"))
+    catalogs = Partition(tracker, "catalogs")
+    catalogs.consume()
     failed = tracker.take_ready()
-    tracker.done(tracker.consumed("catalogs", "catalog-2"))
+    catalogs.consume()
     tracker.put_back(failed)
-    assert tracker.take_ready() == ["catalog-1", "catalog-2"]
+    assert tracker.take_ready() == [("catalogs", 0), ("catalogs", 1)]
 
 
 def test_a_host_holds_at_most_max_held_s_of_frames():
     tracker = ReleaseTracker(max_held_s=10)
-    for second in range(30):
-        tracker.hold("h", second * S, tracker.consumed("p0", second))
+    Partition(tracker).hold("h", range(30))
     tracker.advance("h", 0)
-    assert tracker.take_ready() == list(range(19))
+    assert tracker.take_ready() == [("p0", offset) for offset in range(19)]
 
 
 def test_revoked_partitions_release_nothing():
     tracker = ReleaseTracker()
-    hold_frames(tracker, "h", range(2))
+    Partition(tracker).hold("h", range(2))
     tracker.forget_all()
     tracker.advance("h", None)
     assert tracker.take_ready() == [] and tracker.held() == 0
+
+
+def test_a_long_hold_costs_a_few_bytes_per_record_and_releases_in_order():
+    tracker = ReleaseTracker(max_held_s=3600)
+    partition = Partition(tracker)
+    partition.hold("stuck", [0])
+    for second in range(1, 50_001):
+        partition.hold(f"h{second % 20}", [second])
+        tracker.advance(f"h{second % 20}", None)
+    assert tracker.take_ready() == [] and tracker.held() == 1
+    assert tracker._unreleased["p0"]._values.itemsize == 8 and len(tracker._unreleased["p0"]) == 50_001
+    tracker.advance("stuck", None)
+    assert [offset for _, offset in tracker.take_ready()] == list(range(50_001))
+    partition.consume()
+    assert tracker.take_ready() == [("p0", 50_001)] and len(tracker._unreleased["p0"]._values) < 5_000
 
 
 def test_partitions_are_read_in_offset_order_from_their_start():

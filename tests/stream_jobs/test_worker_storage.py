@@ -10,14 +10,6 @@ from urllib.parse import urlparse
 from stream_jobs.faust_app import WorkerSettings, WorkerShell
 
 
-class Record:
-    def __init__(self):
-        self.acked = False
-
-    def ack(self):
-        self.acked = True
-
-
 def shell_for(chdb_dsn: str, database: str, **settings) -> WorkerShell:
     return WorkerShell(WorkerSettings("127.0.0.1:1", chdb_dsn, database, **settings))
 
@@ -28,15 +20,16 @@ def frames_folder(chdb_dsn: str, database: str) -> str:
 
 def test_records_are_released_only_after_a_successful_flush_and_failures_back_off(chdb_dsn, database, caplog):
     shell = shell_for(chdb_dsn, database, storage_retry_max_s=4.0)
-    record = Record()
-    shell.releases.done(shell.releases.consumed("catalog-0", record.ack))
+    acknowledged = []
+    shell.acknowledge = lambda partition, offset: acknowledged.append((partition, offset))
+    shell.releases.consumed("catalog-0", 7)
     shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]]])
     caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
     folder = frames_folder(chdb_dsn, database)
     subprocess.run(["chattr", "+i", folder], check=True)  # even root cannot add a part to an immutable folder
     try:
         asyncio.run(shell.flush())
-        assert not record.acked and shell.backoff.failures == 1
+        assert not acknowledged and shell.backoff.failures == 1
         asyncio.run(shell.flush())  # not due yet: no attempt
         shell.backoff.next_attempt_at = 0.0
         asyncio.run(shell.flush())
@@ -47,7 +40,7 @@ def test_records_are_released_only_after_a_successful_flush_and_failures_back_of
 
     shell.backoff.next_attempt_at = 0.0
     asyncio.run(shell.flush())
-    assert record.acked and not shell.backoff.failing and shell.writer.pending_rows() == 0
+    assert acknowledged == [("catalog-0", 7)] and not shell.backoff.failing and shell.writer.pending_rows() == 0
     assert caplog.text.count("ClickHouse writable again after") == 1
 
 
