@@ -3,6 +3,7 @@ on the broker, and the anomalies and alerts the workers publish, each with the t
 
 from __future__ import annotations
 
+import abc
 import os
 import signal
 import subprocess
@@ -82,7 +83,7 @@ def snapshot(workers: list[WorkerProcess]) -> list[ProcessSample]:
     return [worker.sample() for worker in workers]
 
 
-class PeriodicProbe:
+class PeriodicProbe(abc.ABC):
     """Calls `sample` every `every_s` seconds on a daemon thread until stopped."""
 
     def __init__(self, name: str, every_s: float):
@@ -99,8 +100,9 @@ class PeriodicProbe:
         if self._thread.is_alive():
             self._thread.join()
 
+    @abc.abstractmethod
     def sample(self) -> None:
-        raise NotImplementedError
+        """Take one sample; runs on the probe's thread."""
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):

@@ -83,8 +83,7 @@ class ReleaseTracker:
     def __init__(self, max_held_s: float = 300.0):
         self.max_held_ns = round(max_held_s * 1e9)
         self._unreleased: dict[Hashable, Int64Queue] = defaultdict(Int64Queue)
-        self._holds: dict[Hashable, dict[str, HeldFrames]] = defaultdict(dict)  # partition → host → frames
-        self._partitions_of: dict[str, set[Hashable]] = defaultdict(set)
+        self._holds: dict[str, dict[Hashable, HeldFrames]] = defaultdict(dict)  # host → partition → frames
         self._ready: list[tuple[Hashable, int]] = []
 
     def consumed(self, partition: Hashable, offset: int) -> None:
@@ -94,16 +93,14 @@ class ReleaseTracker:
 
     def hold(self, host: str, partition: Hashable, timestamp_ns: int, offset: int) -> None:
         """A frame record whose results are queued for storage and which the host's state may still need."""
-        frames = self._holds[partition].get(host)
+        frames = self._holds[host].get(partition)
         if frames is None:
-            frames = self._holds[partition][host] = HeldFrames()
-            self._partitions_of[host].add(partition)
+            frames = self._holds[host][partition] = HeldFrames()
         frames.append(timestamp_ns, offset)
 
     def advance(self, host: str, needed_since_ns: int | None) -> None:
         """Mark the host's frames older than `needed_since_ns` (all of them for None) as no longer needed."""
-        for partition in self._partitions_of.get(host, ()):
-            frames = self._holds[partition][host]
+        for frames in self._holds.get(host, {}).values():
             if frames:
                 newest = frames.instants.last()
                 cutoff = newest + 1 if needed_since_ns is None else needed_since_ns
@@ -113,9 +110,13 @@ class ReleaseTracker:
         """The records to release once the rows queued so far are stored: each partition's offsets before the
         oldest frame a host still holds there."""
         ready, self._ready = self._ready, []
+        limits: dict[Hashable, int] = {}
+        for partitions in self._holds.values():
+            for partition, frames in partitions.items():
+                if frames:
+                    limits[partition] = min(limits.get(partition, frames.offsets.first()), frames.offsets.first())
         for partition, offsets in self._unreleased.items():
-            held = [frames.offsets.first() for frames in self._holds.get(partition, {}).values() if frames]
-            limit = min(held) if held else None
+            limit = limits.get(partition)
             while offsets and (limit is None or offsets.first() < limit):
                 ready.append((partition, offsets.pop_first()))
         return ready
@@ -128,12 +129,11 @@ class ReleaseTracker:
         """Partitions were revoked: drop every record without releasing it; they will be consumed again."""
         self._unreleased.clear()
         self._holds.clear()
-        self._partitions_of.clear()
         self._ready.clear()
 
     def held(self) -> int:
         """Frames some host's state still needs."""
-        return sum(len(frames) for hosts in self._holds.values() for frames in hosts.values())
+        return sum(len(frames) for partitions in self._holds.values() for frames in partitions.values())
 
 
 class Verdict(enum.Enum):
