@@ -25,6 +25,7 @@ import psutil
 
 from producers.paced_replay import FleetSettings, ReplayReport, replay_fleet
 from schemas.topics import TopicNames, ensure_topics
+from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.stack_profile import ProfileSummary, start_py_spy, summarise_collapsed
 from stream_jobs.pipeline_probes import (FindingsListener, LagProbe, MemoryProbe, ProcessSample, WorkerProcess,
                                          snapshot)
@@ -34,6 +35,7 @@ GOALS = {"channel_samples_per_s": (">=", 1_000_000.0), "anomaly_latency_p99_s": 
          "alert_latency_p99_s": ("<=", 1.5), "anomaly_latency_steady_part_p99_s": ("<=", 1.5),
          "alert_latency_steady_part_p99_s": ("<=", 1.5), "memory_mb_per_host": ("<=", 2.0)}
 STEADY_FROM = 0.25  # share of the run before the steady part starts (start-up and first catch-up left out)
+CAUGHT_UP_S = 2.0  # storage this close behind publication: the workers have caught up (a flush a second, a linger)
 LAG_TREND_FROM = 0.5  # share of the run before lag growth is judged
 DRAIN_S = 10.0
 # The run's busiest topics keep only their last quarter hour, in small segments, so that an hour at 100 hosts does
@@ -74,6 +76,7 @@ class PipelineBenchResult:
     peer_latencies_s: list[float] = field(default_factory=list)
     steady_anomaly_latencies_s: list[float] = field(default_factory=list)  # windows closed in the steady part
     steady_alert_latencies_s: list[float] = field(default_factory=list)
+    catch_up_s: float = float("nan")  # from the last baseline learned to storage caught up with publication
     lag_start: int = 0
     lag_end: int = 0
     lag_slope_per_s: float = 0.0
@@ -113,6 +116,7 @@ class PipelineBenchResult:
                 "anomaly_latency_steady_part_p99_s": steady_anomaly_p99,
                 "alert_latency_steady_part_p99_s": steady_alert_p99,
                 "peer_anomaly_latency_p50_s": peer_p50, "peer_anomaly_latency_p99_s": peer_p99,
+                "start_up_catch_up_s": self.catch_up_s,
                 "storage_delay_start_s": self.delay_start_s, "storage_delay_end_s": self.delay_end_s,
                 "storage_delay_growth_s_per_s": self.delay_slope,
                 "commit_lag_start_records": float(self.lag_start), "commit_lag_end_records": float(self.lag_end),
@@ -203,6 +207,22 @@ def storage_delays(stored_by_second: dict[int, int], started_s: float, frames_pe
     return delays
 
 
+def baselines_learned_s() -> float:
+    """Seconds into the replay at which every host has learned its baseline: its warm-up windows have closed."""
+    engine = EngineSettings()
+    return engine.window_s + WARMUP_WINDOWS * engine.stride_s
+
+
+def caught_up_at(delays: list[tuple[float, float]], after_s: float, within_s: float = CAUGHT_UP_S) -> float:
+    """The first second at or after `after_s` at which storage trails publication by at most `within_s` (NaN if it
+    never does): when the workers have worked off the start-up, in which every host learns its baseline at once.
+
+    >>> caught_up_at([(10.0, 0.5), (11.0, 4.0), (12.0, 3.0), (13.0, 1.5), (14.0, 0.8)], after_s=11.0)
+    13.0
+    """
+    return next((at for at, delay in delays if at >= after_s and delay <= within_s), float("nan"))
+
+
 def memory_per_host(idle_rss_bytes: int, end_rss_bytes: int, hosts: int) -> float:
     """Bytes of worker memory per tracked host: growth over an idle worker, shared by the hosts."""
     return max(end_rss_bytes - idle_rss_bytes, 0) / max(hosts, 1)
@@ -261,7 +281,7 @@ class PipelineBench:
             if not ready.wait(600):
                 raise RuntimeError("the replay did not finish encoding its frames within 600 s")
             self._measure(producer, go, results)
-            self._summarise(start_ns)
+            self._summarise()
         finally:
             self.lag.stop()
             if self.listener is not None:
@@ -272,6 +292,7 @@ class PipelineBench:
                 producer.kill()
         self.result.worker_exit_codes = exit_codes
         self._read_storage()
+        self._judge_latencies(start_ns)
         return self.result
 
     def _limit_topic_sizes(self) -> None:
@@ -347,18 +368,8 @@ class PipelineBench:
             time.sleep(0.5)
         time.sleep(2.0)
 
-    def _summarise(self, start_ns: int) -> None:
-        result, offset = self.result, self.result.replay.started_ns - start_ns
-        steady_from, replay_end = self.steady
-        for kind, target, steady_target in (
-                ("anomaly", result.anomaly_latencies_s, result.steady_anomaly_latencies_s),
-                ("alert", result.alert_latencies_s, result.steady_alert_latencies_s),
-                ("peer-anomaly", result.peer_latencies_s, [])):
-            found = [f for f in self.listener.findings if f.kind == kind]
-            target.extend(latencies_s([f.window_end_ns for f in found], [f.received_ns for f in found], offset))
-            steady = [f for f in found if f.window_end_ns + offset >= steady_from * 1e9]
-            steady_target.extend(latencies_s([f.window_end_ns for f in steady], [f.received_ns for f in steady],
-                                             offset))
+    def _summarise(self) -> None:
+        result, (steady_from, replay_end) = self.result, self.steady
         judged_from = replay_end - (1 - LAG_TREND_FROM) * self.settings.duration_s
         samples = list(self.lag.samples)
         steady = [behind for at, _, behind in samples if steady_from <= at <= replay_end]
@@ -388,15 +399,34 @@ class PipelineBench:
         """How far storage trails publication over the steady part, and whether that grows over its last half."""
         result, (steady_from, replay_end) = self.result, self.steady
         replay = result.replay
-        delays = [(at, delay) for at, delay in storage_delays(stored_by_second, replay.started_ns / 1e9,
-                                                              self.settings.offered_frames_per_s, replay.frames)
-                  if steady_from <= at <= replay_end]
+        every_second = storage_delays(stored_by_second, replay.started_ns / 1e9, self.settings.offered_frames_per_s,
+                                      replay.frames)
+        learned_at = replay.started_ns / 1e9 + baselines_learned_s()
+        result.catch_up_s = caught_up_at(every_second, learned_at) - learned_at
+        delays = [(at, delay) for at, delay in every_second if steady_from <= at <= replay_end]
         if not delays:
             return
         judged_from = replay_end - (1 - LAG_TREND_FROM) * self.settings.duration_s
         result.delay_start_s, result.delay_end_s = delays[0][1], delays[-1][1]
         result.delay_slope = lag_slope([(at, delay) for at, delay in delays if at >= judged_from])
         result.falls_behind = falls_behind(result.delay_slope, result.delay_end_s)
+
+    def _judge_latencies(self, start_ns: int) -> None:
+        """Latency of every finding after its window closed, over the run and over its steady part: windows that
+        closed after the first quarter and after the workers caught up with the start-up."""
+        result, offset = self.result, self.result.replay.started_ns - start_ns
+        learned_at = result.replay.started_ns / 1e9 + baselines_learned_s()
+        caught_up = learned_at + result.catch_up_s if np.isfinite(result.catch_up_s) else float("inf")
+        steady_from = max(self.steady[0], caught_up)  # never caught up: no steady part
+        for kind, target, steady_target in (
+                ("anomaly", result.anomaly_latencies_s, result.steady_anomaly_latencies_s),
+                ("alert", result.alert_latencies_s, result.steady_alert_latencies_s),
+                ("peer-anomaly", result.peer_latencies_s, [])):
+            found = [f for f in self.listener.findings if f.kind == kind]
+            target.extend(latencies_s([f.window_end_ns for f in found], [f.received_ns for f in found], offset))
+            steady = [f for f in found if f.window_end_ns + offset >= steady_from * 1e9]
+            steady_target.extend(latencies_s([f.window_end_ns for f in steady], [f.received_ns for f in steady],
+                                             offset))
 
     def delete_topics(self) -> None:
         """Remove the run's topics: a run at 150 hosts leaves half a gigabyte on the broker otherwise."""

@@ -87,6 +87,11 @@ class FeatureLayout:
         return np.concatenate([np.repeat(self._dynamic_index, len(DYNAMIC_FEATURES)),
                                np.repeat(self._event_index, len(EVENT_FEATURES))])
 
+    def columns_of(self, channels: np.ndarray) -> np.ndarray:
+        """Positions in `compute`'s output of the features of the channels marked in `channels` (a boolean mask
+        over `channel_names`), in output order."""
+        return np.flatnonzero(np.asarray(channels, dtype=bool)[self.channel_of_feature])
+
     @cached_property
     def _dynamic_index(self) -> np.ndarray:
         return np.asarray(self.dynamic_channels, dtype=np.intp)

@@ -190,9 +190,7 @@ class HostPipeline:
         self.selection = self._select(np.vstack(self._warmup_signals)) if self._warmup_signals else None
         self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)
         self._set_layout()
-        position = {name: i for i, name in enumerate(self.full_layout.names)}
-        columns = [position[name] for name in self.layout.names]
-        baseline = np.vstack(self._warmup_features)[:, columns]
+        baseline = np.vstack(self._warmup_features)[:, self.full_layout.columns_of(self.kept)]
         self.ensemble = self._new_ensemble().fit(baseline)
         if self.settings.baseline_trim > 0:
             baseline = self._trimmed(baseline)
@@ -216,7 +214,7 @@ class HostPipeline:
         """The feature layout of the kept channels, and where the co-occurring effects sit in it."""
         names = tuple(np.asarray(self.signal_names, dtype=object)[self.kept])
         self.layout = feature_layout(names, tuple(np.asarray(self.signal_kinds, dtype=object)[self.kept]))
-        self._effect_columns = [[i for i, n in enumerate(self.layout.names) if n.startswith(prefixes)]
+        self._effect_columns = [self.layout.columns_of([name.startswith(prefixes) for name in names])
                                 for prefixes in _EFFECT_PREFIXES]
 
     def _select(self, baseline_signal: np.ndarray) -> Selection | None:
@@ -283,9 +281,9 @@ def refit_phase(host: str, refit_every: int) -> int:
     return zlib.crc32(host.encode("utf-8")) % refit_every
 
 
-def _largest(z: np.ndarray, columns: list[int]) -> float:
+def _largest(z: np.ndarray, columns: np.ndarray) -> float:
     """The largest |z| among the columns (0 when there are none or none is finite)."""
-    picked = np.abs(z[columns]) if columns else np.empty(0)
+    picked = np.abs(z[columns])
     return float(np.nanmax(picked)) if np.isfinite(picked).any() else 0.0
 
 

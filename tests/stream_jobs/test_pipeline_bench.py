@@ -9,7 +9,8 @@ import pytest
 from producers.paced_replay import ReplayReport
 from schemas.records import Alert, Anomaly, encode_alert, encode_anomaly
 from stream_jobs.cli.bench import _figure_line
-from stream_jobs.pipeline_bench import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, committed_rate,
+from stream_jobs.pipeline_bench import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, caught_up_at,
+                                        committed_rate,
                                         cpu_percent, falls_behind, lag_slope, latencies_s, memory_per_host,
                                         percentiles, steady_rate, storage_delays)
 from stream_jobs.pipeline_probes import Finding, ProcessSample, finding_of
@@ -45,6 +46,13 @@ def test_storage_delay_counts_frames_published_but_not_yet_stored_in_seconds_of_
     delays = storage_delays(stored, started_s=99.5, frames_per_s=1000.0, frames_sent=2500)
     assert [at for at, _ in delays] == [101.0, 102.0, 103.0]
     assert [delay for _, delay in delays] == pytest.approx([1.0, 2.0, 0.0])
+
+
+def test_workers_catch_up_when_storage_is_first_back_within_two_seconds_after_the_baselines():
+    delays = [(100.0, 0.5), (101.0, 6.0), (102.0, 4.0), (103.0, 2.5), (104.0, 1.2), (105.0, 3.0)]
+    assert caught_up_at(delays, after_s=101.0) == 104.0
+    assert caught_up_at(delays, after_s=100.0) == 100.0
+    assert math.isnan(caught_up_at(delays[:4], after_s=101.0))
 
 
 def test_memory_per_host_is_growth_over_the_idle_worker_shared_by_the_hosts():

@@ -234,3 +234,15 @@ def test_feature_names_are_made_when_read_and_match_the_full_list():
     assert layout.names[3:9:2] == expected[3:9:2]
     with pytest.raises(IndexError):
         layout.names[len(expected)]
+
+
+def test_columns_of_channels_are_where_their_named_features_sit():
+    names, kinds = ("g", "c", "e", "s", "e2", "d"), ("gauge", "counter", "event", "static", "event", "derived")
+    full = feature_layout(names, kinds)
+    kept = np.array([True, False, False, True, True, True])
+    part = feature_layout(tuple(np.asarray(names)[kept]), tuple(np.asarray(kinds)[kept]))
+    by_name = [list(full.names).index(name) for name in part.names]
+    np.testing.assert_array_equal(full.columns_of(kept), by_name)
+    np.testing.assert_array_equal(part.columns_of([n.startswith("e") for n in part.channel_names]),
+                                  [i for i, n in enumerate(part.names) if n.startswith("e")])
+    assert full.columns_of(np.zeros(len(names), bool)).size == 0
