@@ -90,6 +90,7 @@ class PipelineBenchResult:
     steady_rss_bytes: int = 0  # medians of the first and last fifth of the steady part
     end_rss_bytes: int = 0
     median_rss_bytes: int = 0  # over the steady part
+    rss_floor_growth_percent: float = float("nan")  # growth of the floor, what transient peaks do not explain
     peak_rss_bytes: int = 0
     kafka_bytes: float = float("nan")
     clickhouse_bytes: float = float("nan")
@@ -128,6 +129,7 @@ class PipelineBenchResult:
                 "worker_rss_peak_mb": self.peak_rss_bytes / 2**20,
                 "worker_rss_growth_percent_over_steady_part": rss_growth_percent(self.steady_rss_bytes,
                                                                                  self.end_rss_bytes),
+                "worker_rss_floor_growth_percent_over_steady_part": self.rss_floor_growth_percent,
                 "memory_mb_per_host": memory_per_host(self.idle_rss_bytes, self.median_rss_bytes,
                                                       self.settings.hosts) / 2**20,
                 "memory_mb_per_host_at_peak": memory_per_host(self.idle_rss_bytes, self.peak_rss_bytes,
@@ -148,6 +150,20 @@ def rss_summary(samples: list[int]) -> tuple[int, int, int, int]:
     fifth = max(1, len(samples) // 5)
     return (int(np.median(samples[:fifth])), int(np.median(samples[-fifth:])), int(np.median(samples)),
             max(samples))
+
+
+def rss_floor_growth_percent(samples: list[int]) -> float:
+    """How much the floor of memory (the 5th percentile of the steady part's first and of its last fifth) grew:
+    ClickHouse merges make peaks that grow with the parts they merge, and a leak raises the floor as well.
+
+    >>> rss_floor_growth_percent([100, 100, 150, 180, 160, 200, 140, 130, 102, 102])
+    2.0
+    """
+    if len(samples) < 2:
+        return float("nan")
+    fifth = max(1, len(samples) // 5)
+    first, last = np.percentile(samples[:fifth], 5), np.percentile(samples[-fifth:], 5)
+    return float(100.0 * (last - first) / first) if first else float("nan")
 
 
 def rss_growth_percent(steady_bytes: int, end_bytes: int) -> float:
@@ -335,6 +351,7 @@ class PipelineBench:
         last_workers, last_replayer = snapshot(self.workers), _cpu_seconds(replayer)
         (self.result.steady_rss_bytes, self.result.end_rss_bytes, self.result.median_rss_bytes,
          self.result.peak_rss_bytes) = rss_summary([rss for _, rss in memory.samples])
+        self.result.rss_floor_growth_percent = rss_floor_growth_percent([rss for _, rss in memory.samples])
         self.result.worker_cpu_percent = cpu_percent(first_workers, last_workers)
         self.result.producer_cpu_percent = 100 * (last_replayer - first_replayer) / (time.time() - first_at)
         started = self.result.replay.started_ns / 1e9

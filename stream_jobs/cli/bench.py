@@ -45,7 +45,7 @@ def register(commands) -> None:
                     "consumer group's commit lag, worker CPU, worker memory per "
                     "tracked host (growth over idle workers: the median of per-second samples over the steady part, "
                     "and its peak), how much worker memory grew over the steady part (median of its last fifth "
-                    "against its first; run a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
+                    "against its first, and the same for the floor, which merges' transient peaks do not move; run a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
                     "(after compression) and in ClickHouse (the frames table's compressed parts).")
     pipeline.add_argument("--hosts", type=int, default=10, metavar="N")
     pipeline.add_argument("--channels", type=int, default=700, metavar="C")

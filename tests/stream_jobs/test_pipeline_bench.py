@@ -12,7 +12,8 @@ from stream_jobs.cli.bench import _figure_line
 from stream_jobs.pipeline_bench import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, caught_up_at,
                                         committed_rate,
                                         cpu_percent, falls_behind, lag_slope, latencies_s, memory_per_host,
-                                        percentiles, steady_rate, storage_delays)
+                                        percentiles, rss_floor_growth_percent, steady_rate,
+                                        storage_delays)
 from stream_jobs.pipeline_probes import Finding, ProcessSample, finding_of
 
 
@@ -53,6 +54,14 @@ def test_workers_catch_up_when_storage_is_first_back_within_two_seconds_after_th
     assert caught_up_at(delays, after_s=101.0) == 104.0
     assert caught_up_at(delays, after_s=100.0) == 100.0
     assert math.isnan(caught_up_at(delays[:4], after_s=101.0))
+
+
+def test_memory_floor_growth_ignores_transient_peaks_but_not_a_rising_floor():
+    merges = [500, 500, 700, 500, 900, 500, 800, 500, 1000, 500] * 2
+    assert rss_floor_growth_percent(merges) == pytest.approx(0.0)
+    leaking = [500 + 10 * i for i in range(20)]
+    assert rss_floor_growth_percent(leaking) > 30.0
+    assert math.isnan(rss_floor_growth_percent([500]))
 
 
 def test_memory_per_host_is_growth_over_the_idle_worker_shared_by_the_hosts():
