@@ -279,6 +279,7 @@ class PipelineBench:
         self.workers: list[WorkerProcess] = []
         self.lag = LagProbe(settings.bootstrap, self.group, self.topics.samples)
         self.steady = (0.0, 0.0)
+        self.caught_up_at = float("nan")  # wall second when storage caught up after the baselines were learned
         self.listener: FindingsListener | None = None
 
     def run(self) -> PipelineBenchResult:
@@ -349,9 +350,10 @@ class PipelineBench:
         finally:
             memory.stop()
         last_workers, last_replayer = snapshot(self.workers), _cpu_seconds(replayer)
+        rss = [bytes_ for _, bytes_ in memory.samples]
         (self.result.steady_rss_bytes, self.result.end_rss_bytes, self.result.median_rss_bytes,
-         self.result.peak_rss_bytes) = rss_summary([rss for _, rss in memory.samples])
-        self.result.rss_floor_growth_percent = rss_floor_growth_percent([rss for _, rss in memory.samples])
+         self.result.peak_rss_bytes) = rss_summary(rss)
+        self.result.rss_floor_growth_percent = rss_floor_growth_percent(rss)
         self.result.worker_cpu_percent = cpu_percent(first_workers, last_workers)
         self.result.producer_cpu_percent = 100 * (last_replayer - first_replayer) / (time.time() - first_at)
         started = self.result.replay.started_ns / 1e9
@@ -419,7 +421,8 @@ class PipelineBench:
         every_second = storage_delays(stored_by_second, replay.started_ns / 1e9, self.settings.offered_frames_per_s,
                                       replay.frames)
         learned_at = replay.started_ns / 1e9 + baselines_learned_s()
-        result.catch_up_s = caught_up_at(every_second, learned_at) - learned_at
+        self.caught_up_at = caught_up_at(every_second, learned_at)
+        result.catch_up_s = self.caught_up_at - learned_at
         delays = [(at, delay) for at, delay in every_second if steady_from <= at <= replay_end]
         if not delays:
             return
@@ -432,8 +435,7 @@ class PipelineBench:
         """Latency of every finding after its window closed, over the run and over its steady part: windows that
         closed after the first quarter and after the workers caught up with the start-up."""
         result, offset = self.result, self.result.replay.started_ns - start_ns
-        learned_at = result.replay.started_ns / 1e9 + baselines_learned_s()
-        caught_up = learned_at + result.catch_up_s if np.isfinite(result.catch_up_s) else float("inf")
+        caught_up = self.caught_up_at if np.isfinite(self.caught_up_at) else float("inf")
         steady_from = max(self.steady[0], caught_up)  # never caught up: no steady part
         for kind, target, steady_target in (
                 ("anomaly", result.anomaly_latencies_s, result.steady_anomaly_latencies_s),

@@ -41,11 +41,13 @@ def register(commands) -> None:
                     "second stored over the steady part, anomaly and alert latency after their window closed "
                     "(p50/p99 over the run, where every host learns its baseline in the same second, and p99 for "
                     "windows that closed in the steady part: after the first quarter and after storage caught up "
-                    "with publication once the baselines were learned, which takes start_up_catch_up_s), how far storage trails publication and whether the workers keep up, the "
+                    "with publication once the baselines were learned, which takes start_up_catch_up_s), how far "
+                    "storage trails publication and whether the workers keep up, the "
                     "consumer group's commit lag, worker CPU, worker memory per "
                     "tracked host (growth over idle workers: the median of per-second samples over the steady part, "
                     "and its peak), how much worker memory grew over the steady part (median of its last fifth "
-                    "against its first, and the same for the floor, which merges' transient peaks do not move; run a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
+                    "against its first, and the same for the floor, which merges' transient peaks do not move; run "
+                    "a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
                     "(after compression) and in ClickHouse (the frames table's compressed parts).")
     pipeline.add_argument("--hosts", type=int, default=10, metavar="N")
     pipeline.add_argument("--channels", type=int, default=700, metavar="C")
