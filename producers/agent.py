@@ -55,8 +55,11 @@ class AgentSettings:
     cgroup_parent: str = ""
     source_groups: tuple[str, ...] = ()
     net_procfs: str = ""
+    settle_s: float = 0.0
 
     def __post_init__(self):
+        if not 0 <= self.settle_s <= 3600:
+            raise ValueError(f"settle time {self.settle_s} s is outside the allowed 0–3600 s")
         if not 0.005 <= self.interval_s <= 60:
             raise ValueError(f"interval {self.interval_s} s is outside the allowed 0.005–60 s")
         if not self.host:
@@ -83,7 +86,11 @@ def collect_garbage() -> None:
 
 
 class Agent:
-    """Turns collector readings into numbered frames, announcing the catalog before the first frame and on change."""
+    """Turns collector readings into numbered frames, announcing the catalog before the first frame and on change.
+
+    During the first `settle_s` of a run the agent samples but hands out nothing: its own start-up (imports, caches
+    filling, the first slow reads) then never reaches a baseline downstream.
+    """
 
     def __init__(self, settings: AgentSettings, sink: FrameSink, collectors: list[Collector] | None = None,
                  wall_clock_ns: Callable[[], int] = time.time_ns):
@@ -97,12 +104,21 @@ class Agent:
         self.registry = CollectorRegistry([*sources, health], settings.host, settings.cluster, settings.interval_s,
                                           dict(settings.source_intervals))
         self._wall_clock_ns = wall_clock_ns
+        self._ticks = 0
+        self._catalog_pending = False
+        self._publish_from_ns = 0
 
-    def sample_once(self) -> Frame:
-        """Read every source once and hand the frame (and a changed catalog first) to the sink."""
+    def sample_once(self) -> Frame | None:
+        """Read every source once and hand the frame (and a changed catalog first) to the sink; None while the
+        agent is still settling."""
         timestamp_ns = self._wall_clock_ns()
-        values, catalog_changed = self.registry.sample(self.sequence)
-        if catalog_changed:
+        values, catalog_changed = self.registry.sample(self._ticks)
+        self._ticks += 1
+        self._catalog_pending |= catalog_changed
+        if timestamp_ns < self._publish_from_ns:
+            return None
+        if self._catalog_pending:
+            self._catalog_pending = False
             self.sink.on_catalog(self.registry.catalog)
         frame = Frame(self.settings.host, self.settings.cluster, timestamp_ns, self.sequence,
                       self.registry.catalog.version, values)
@@ -124,6 +140,9 @@ class Agent:
                            for s in self.registry.sources))
         report_ticks = max(1, round(report_every_s / self.settings.interval_s))
         quiet_garbage_collector()
+        self._publish_from_ns = self._wall_clock_ns() + round(self.settings.settle_s * 1e9)
+        if self.settings.settle_s:
+            log.info("agent: settling for %g s before the first frame is handed out", self.settings.settle_s)
 
         collect_ticks = max(1, round(GARBAGE_COLLECTION_EVERY_S / self.settings.interval_s))
 

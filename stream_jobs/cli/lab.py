@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import subprocess
 import sys
@@ -33,6 +34,10 @@ def register(commands) -> None:
                      help="Kafka broker of the real path (default: 127.0.0.1:9092; infra/kafka/start.sh)")
     run.add_argument("--out", default=None, metavar="DIR",
                      help="where run directories go (default: ./lab-runs/<suite>-<time>)")
+    run.add_argument("--cpu-shares", type=_cpu_shares, default=1024, metavar="N",
+                     help="CPU weight of the run's hosts and agents against other labs on this machine, as cgroup "
+                          "cpu.shares (1024: a plain process; e.g. 65536 keeps a long soak unperturbed by a suite "
+                          "run beside it; default: 1024)")
     run.add_argument("--f1-floor", type=float, default=None, metavar="F",
                      help="exit 1 when the set's event F1 with calibrated thresholds falls below F")
     run.set_defaults(handler=handle_run)
@@ -64,7 +69,8 @@ def handle_run(args) -> int:
          f"{'embedded' if pipeline.embedded else 'through Kafka at ' + args.bootstrap}; results in {out}")
     run_dirs = []
     for number, scenario in enumerate(scenarios, start=1):
-        run_dir = run_scenario(scenario, out / f"{number:02d}-{scenario.name}", pipeline, progress=_say)
+        run_dir = run_scenario(scenario, out / f"{number:02d}-{scenario.name}", pipeline, progress=_say,
+                               cpu_shares=args.cpu_shares)
         _ingest_in_child(run_dir)
         run_dirs.append(run_dir)
     f1 = _print_scores(run_dirs, title=f"suite {args.suite}" if args.suite else "scenarios")
@@ -108,7 +114,7 @@ def handle_list(args) -> int:
 def handle_clean(args) -> int:
     from stream_jobs.lab.hosts import LabLock, remove_leftovers
 
-    with LabLock():
+    with LabLock(every_slot=True):
         removed = remove_leftovers()
     print("\n".join(removed) if removed else "nothing to remove")
     return 0
@@ -129,6 +135,13 @@ def _print_scores(run_dirs: list[Path], title: str) -> float:
     print(f"\n{title}: {len(run_dirs)} runs together\n{score_table(combined)}", flush=True)
     f1 = combined.get("calibrated", {}).get("f1", math.nan)
     return 0.0 if math.isnan(f1) else f1
+
+
+def _cpu_shares(text: str) -> int:
+    value = int(text)
+    if not 2 <= value <= 262144:
+        raise argparse.ArgumentTypeError(f"{text} is outside cgroup cpu.shares' 2–262144")
+    return value
 
 
 def _check_broker(bootstrap: str) -> None:

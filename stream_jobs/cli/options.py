@@ -28,6 +28,14 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def settle_seconds(text: str) -> float:
+    """A settle time: '0' for none, or a duration up to an hour."""
+    value = 0.0 if text.strip() in ("0", "0s") else positive_seconds(text)
+    if value > 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than an hour")
+    return value
+
+
 def source_interval(text: str) -> tuple[str, float]:
     """SOURCE=SECONDS, e.g. /proc/vmstat=1 or nvml=0.5."""
     source, sep, seconds = text.rpartition("=")
@@ -63,6 +71,9 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--net-procfs", default="", metavar="DIR",
                         help="root for the network sources, e.g. /proc/PID to report the network namespace of "
                              "process PID (default: --procfs)")
+    parser.add_argument("--settle", type=settle_seconds, default=0.0, metavar="S",
+                        help="sample for S seconds before handing out the first frame, so the agent's own start-up "
+                             "is never part of a baseline (default: 0)")
 
 
 def agent_settings(args):
@@ -72,7 +83,7 @@ def agent_settings(args):
     return AgentSettings(**({"host": args.host} if args.host else {}), cluster=args.cluster,
                          interval_s=args.interval, procfs=args.procfs, sysfs=args.sysfs,
                          source_intervals=tuple(args.source_interval), cgroup_parent=args.cgroup_parent,
-                         source_groups=args.sources, net_procfs=args.net_procfs)
+                         source_groups=args.sources, net_procfs=args.net_procfs, settle_s=args.settle)
 
 
 def add_kafka_options(parser: argparse.ArgumentParser) -> None:

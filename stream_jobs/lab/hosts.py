@@ -25,12 +25,15 @@ log = logging.getLogger(__name__)
 
 NAME_PREFIX = "rvl"
 CGROUP_TOP = "reveal-lab"
-SUBNET = "10.251.0"
+SUBNET_PREFIX = "10.251"
+SLOTS = 8
 V1_HIERARCHIES = ("cpu", "cpuacct", "memory", "blkio")
 V2_CONTROLLERS = "+cpu +memory +io"
 
 
-LOCK_FILE = Path("/tmp/reveal-lab.lock")
+LOCK_DIR = Path("/tmp")
+CPU_SHARES_TOP = 262144
+AGENTS_GROUP = "agents"
 
 
 class LabError(RuntimeError):
@@ -38,20 +41,38 @@ class LabError(RuntimeError):
 
 
 class LabLock:
-    """One lab at a time on a machine: two would share the bridge subnet and the cgroup tree."""
+    """A lab's claim on one slot of the machine: each slot has its own bridge subnet (10.251.SLOT.0/24), so up to
+    SLOTS labs run side by side. `every_slot` claims them all, for cleaning up when no lab runs."""
+
+    def __init__(self, every_slot: bool = False):
+        self.every_slot = every_slot
+        self.slot = -1
+        self._files = []
 
     def __enter__(self) -> "LabLock":
-        self._file = open(LOCK_FILE, "w")
-        try:
-            fcntl.flock(self._file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._file.close()
-            raise LabError(f"another lab is running on this machine (it holds {LOCK_FILE})") from None
+        for slot in range(SLOTS):
+            handle = open(LOCK_DIR / f"reveal-lab-{slot}.lock", "w")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                if self.every_slot:
+                    self.__exit__()
+                    raise LabError(f"a lab is running on this machine (slot {slot} is taken)") from None
+                continue
+            self._files.append(handle)
+            if not self.every_slot:
+                self.slot = slot
+                return self
+        if not self.every_slot:
+            raise LabError(f"{SLOTS} labs are already running on this machine")
         return self
 
     def __exit__(self, *_) -> None:
-        fcntl.flock(self._file, fcntl.LOCK_UN)
-        self._file.close()
+        for handle in self._files:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+        self._files.clear()
 
 
 def run_command(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -113,6 +134,23 @@ class LabCgroup:
             for path in (directory.parent.parent, directory.parent.parent.parent):
                 _remove_directory(path, shared=True)
 
+    def set_cpu_shares(self, relative: str, shares: int) -> None:
+        """CPU weight of a group above the job (relative to the cgroup root): v1's cpu.shares (1024 is a plain
+        process's weight), or v2's cpu.weight scaled to it (100 for 1024)."""
+        if self.unified:
+            target, value = self.directories[0].parents[len(Path(self.parent).parts)] / relative / "cpu.weight", \
+                max(1, min(10000, shares * 100 // 1024))
+        else:
+            cpu_base = next((d.parents[len(Path(self.parent).parts)] for d in self.directories
+                             if d.parents[len(Path(self.parent).parts)].name == "cpu"), None)
+            if cpu_base is None:
+                return
+            target, value = cpu_base / relative / "cpu.shares", shares
+        try:
+            target.write_text(str(value))
+        except OSError as error:
+            log.warning("cannot set the CPU weight of %s: %s", target, error)
+
     def _enable_controllers(self) -> None:
         """cgroup v2 hands controllers down level by level: root, reveal-lab, the run, the host."""
         job = self.directories[0]
@@ -142,12 +180,15 @@ class LabHost:
             raise LabError(f"host {self.name} is not started")
         return f"/proc/{self.holder.pid}"
 
-    def spawn(self, argv: list[str], log_path: Path | None = None, in_cgroup: bool = True) -> subprocess.Popen:
-        """Start a process inside this host's namespace (and cgroup); the lab stops it at the end."""
+    def spawn(self, argv: list[str], log_path: Path | None = None, in_cgroup: bool = True,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start a process inside this host's namespace (and cgroup), with extra environment variables; the lab
+        stops it at the end."""
         output = open(log_path, "ab") if log_path else subprocess.DEVNULL
         try:
             process = subprocess.Popen(["ip", "netns", "exec", self.namespace, *argv], stdout=output,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
+                                       stderr=subprocess.STDOUT, start_new_session=True,
+                                       env={**os.environ, **env} if env else None)
         finally:
             if log_path:
                 output.close()
@@ -196,19 +237,26 @@ def _signal_group(process: subprocess.Popen, signum: int) -> None:
 class LabNetwork:
     """A bridge and N hosts on it, named by the run's tag; a context manager that always cleans up."""
 
-    def __init__(self, tag: str, host_names: list[str], cgroup_root: Path = Path("/sys/fs/cgroup")):
+    def __init__(self, tag: str, host_names: list[str], cgroup_root: Path = Path("/sys/fs/cgroup"),
+                 cpu_shares: int = 1024):
         if not tag.isalnum() or len(tag) > 6:
             raise ValueError(f"lab tag {tag!r} must be 1–6 letters or digits (interface names are short)")
         if os.geteuid() != 0:
             raise LabError("the lab needs root: it creates network namespaces, bridges and cgroups")
         self.tag = tag
+        self.cpu_shares = cpu_shares
         self.bridge = f"{NAME_PREFIX}br{tag}"
-        self.hosts = {name: LabHost(name, f"{NAME_PREFIX}-{tag}-{name}", f"{SUBNET}.{11 + index}",
-                                    f"{NAME_PREFIX}{tag}{index}", LabCgroup(f"{CGROUP_TOP}/{tag}/{name}", cgroup_root))
+        self.subnet = ""
+        self.hosts = {name: LabHost(name, f"{NAME_PREFIX}-{tag}-{name}", "", f"{NAME_PREFIX}{tag}{index}",
+                                    LabCgroup(f"{CGROUP_TOP}/{tag}/{name}", cgroup_root))
                       for index, name in enumerate(host_names)}
+        self.agents = LabCgroup(f"{CGROUP_TOP}/{tag}/{AGENTS_GROUP}", cgroup_root)
 
     def __enter__(self) -> "LabNetwork":
         self._lock = LabLock().__enter__()
+        self.subnet = f"{SUBNET_PREFIX}.{self._lock.slot}"
+        for index, host in enumerate(self.hosts.values()):
+            host.address = f"{self.subnet}.{11 + index}"
         try:
             self._create()
         except BaseException:
@@ -222,9 +270,13 @@ class LabNetwork:
         finally:
             self._lock.__exit__()
 
+    @property
+    def bridge_address(self) -> str:
+        return f"{self.subnet}.1"
+
     def _create(self) -> None:
         run_command("ip", "link", "add", self.bridge, "type", "bridge")
-        run_command("ip", "addr", "add", f"{SUBNET}.1/24", "dev", self.bridge)
+        run_command("ip", "addr", "add", f"{self.bridge_address}/24", "dev", self.bridge)
         run_command("ip", "link", "set", self.bridge, "up")
         for host in self.hosts.values():
             run_command("ip", "netns", "add", host.namespace)
@@ -238,6 +290,9 @@ class LabNetwork:
             host.holder = host.spawn(["sleep", "infinity"])
         for host in self.hosts.values():
             wait_until_inside(host)
+        self.agents.create()
+        self.agents.set_cpu_shares(CGROUP_TOP, CPU_SHARES_TOP)
+        self.agents.set_cpu_shares(f"{CGROUP_TOP}/{self.tag}", self.cpu_shares)
         log.info("lab network %s: %s", self.bridge, ", ".join(f"{h.name}={h.address}" for h in self.hosts.values()))
 
     def remove(self) -> None:
@@ -249,6 +304,7 @@ class LabNetwork:
             run_command("ip", "netns", "del", host.namespace, check=False)
             run_command("ip", "link", "del", host.veth, check=False)
             host.cgroup.remove()
+        self.agents.remove()
         run_command("ip", "link", "del", self.bridge, check=False)
 
 

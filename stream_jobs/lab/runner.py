@@ -39,6 +39,14 @@ INFER_PORT = 29600
 AGENT_SOURCES = "network,cgroups"
 CGROUP_INTERVAL_S = 0.2
 WORKER_IDLE_S = 15.0
+TRAIN_COMPUTE_MS = 15.0
+TRAIN_MATRIX_SIZE = 256
+TRAIN_OPTIONS = ("--compute-ms", f"{TRAIN_COMPUTE_MS:g}", "--matrix-size", str(TRAIN_MATRIX_SIZE),
+                 "--accelerator-ms", "600", "--gradient-mb", "2")
+TRAIN_PHASES = ("--eval-every", "200", "--eval-steps", "20", "--checkpoint-every", "300", "--checkpoint-mb", "16")
+INPUT_OPTIONS = ("--files", "64", "--file-mb", "2", "--batch-files", "2", "--compute-ms", "20")
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+INPUT_PHASES = ("--epoch-pause-s", "5")
 
 
 @dataclass(frozen=True)
@@ -54,8 +62,9 @@ class PipelineChoice:
 
 
 def run_scenario(scenario: Scenario, run_dir: Path, pipeline: PipelineChoice = PipelineChoice(),
-                 progress: Callable[[str], None] = print) -> Path:
-    """Run the scenario once and leave its telemetry and ground truth in run_dir (which must not exist yet)."""
+                 progress: Callable[[str], None] = print, cpu_shares: int = 1024) -> Path:
+    """Run the scenario once and leave its telemetry and ground truth in run_dir (which must not exist yet).
+    cpu_shares weighs the run's hosts and agents against other labs on the machine (1024: as a plain process)."""
     run_dir.mkdir(parents=True)
     (run_dir / "telemetry").mkdir()
     (run_dir / "logs").mkdir()
@@ -64,13 +73,19 @@ def run_scenario(scenario: Scenario, run_dir: Path, pipeline: PipelineChoice = P
     run_id = f"{scenario.name}-{uuid.uuid4().hex[:6]}"
     tag = uuid.uuid4().hex[:5]
     labels: list[FaultLabel] = []
-    with _interrupts_raise(), LabNetwork(tag, list(scenario.hosts)) as network:
+    with _interrupts_raise(), LabNetwork(tag, list(scenario.hosts), cpu_shares=cpu_shares) as network:
         _start_workloads(scenario, network.hosts, run_dir)
-        progress(f"{scenario.name}: {len(scenario.hosts)} hosts up, workloads {', '.join(scenario.workloads)} "
-                 f"settling for {WORKLOAD_SETTLE_S:g} s")
+        progress(f"{scenario.name}: {len(scenario.hosts)} hosts up on {network.subnet}.0/24, workloads "
+                 f"{', '.join(scenario.workloads)} settling for {WORKLOAD_SETTLE_S:g} s")
         worker = None if pipeline.embedded else _start_worker(scenario, pipeline.bootstrap, tag, run_dir, progress)
+        if worker is not None:
+            network.agents.add(worker.pid)
         time.sleep(WORKLOAD_SETTLE_S)
         agents = _start_agents(scenario, network.hosts, run_id, run_dir, pipeline.bootstrap, tag)
+        for agent in agents:
+            network.agents.add(agent.pid)
+        progress(f"{scenario.name}: agents settling for {scenario.warmup_s:g} s (not part of any baseline)")
+        time.sleep(scenario.warmup_s)
         started_ns = time.time_ns()
         try:
             labels = _inject_on_schedule(scenario, network.hosts, run_dir, started_ns, progress)
@@ -83,7 +98,8 @@ def run_scenario(scenario: Scenario, run_dir: Path, pipeline: PipelineChoice = P
     (run_dir / "run.json").write_text(json.dumps({
         "run_id": run_id, "scenario": scenario.name, "hosts": list(scenario.hosts), "cluster": run_id,
         "workloads": list(scenario.workloads), "seed": scenario.seed, "baseline_s": scenario.baseline_s,
-        "duration_s": scenario.duration_s, "started_ns": started_ns, "ended_ns": ended_ns,
+        "duration_s": scenario.duration_s, "warmup_s": scenario.warmup_s, "phases": scenario.phases,
+        "heterogeneous": scenario.heterogeneous, "started_ns": started_ns, "ended_ns": ended_ns,
         "faults": len(labels), "pipeline": "embedded" if pipeline.embedded else "kafka"}, indent=2))
     progress(f"{scenario.name}: done, {len(labels)} faults injected; telemetry in {run_dir / 'telemetry'}")
     return run_dir
@@ -136,7 +152,7 @@ def _start_agents(scenario: Scenario, hosts: dict[str, LabHost], run_id: str, ru
         argv = [sys.executable, "-m", "stream_jobs.cli", *output, "--host", host.name, "--cluster", run_id,
                 "--sources", AGENT_SOURCES, "--net-procfs", host.net_procfs,
                 "--cgroup-parent", host.cgroup.parent, "--source-interval", f"cgroups={CGROUP_INTERVAL_S}",
-                "--duration", f"{scenario.duration_s + 2:g}"]
+                "--settle", f"{scenario.warmup_s:g}", "--duration", f"{scenario.warmup_s + scenario.duration_s + 2:g}"]
         with open(run_dir / "logs" / f"agent-{host.name}.log", "ab") as log_file:
             agents.append(subprocess.Popen(argv, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True))
     return agents
@@ -172,30 +188,51 @@ def _topic_prefix(tag: str) -> str:
     return f"lab-{tag}."
 
 
+def train_work(scenario: Scenario) -> tuple[str, ...]:
+    """Every rank's work per step: one matmul count calibrated here, so the ranks are alike, unless the scenario
+    makes them heterogeneous on purpose (each rank then calibrates its own)."""
+    from threadpoolctl import threadpool_limits
+
+    from stream_jobs.lab.workloads.common import MatmulWork
+
+    if scenario.heterogeneous:
+        return ()
+    with threadpool_limits(1):
+        repeats = MatmulWork.calibrated(TRAIN_MATRIX_SIZE, TRAIN_COMPUTE_MS / 1e3).repeats
+    return ("--matmuls", str(max(1, repeats)))
+
+
 def _start_workloads(scenario: Scenario, hosts: dict[str, LabHost], run_dir: Path) -> None:
     """Each workload on every host, for the whole run (the lab stops them when it tears the hosts down)."""
     module = [sys.executable, "-m", "stream_jobs.lab.workloads"]
-    seconds = f"{scenario.duration_s + WORKLOAD_SETTLE_S + 30:g}"
+    seconds = f"{scenario.warmup_s + scenario.duration_s + WORKLOAD_SETTLE_S + 30:g}"
     members = list(hosts.values())
     peers = ",".join(f"{h.address}:{TRAIN_PORT}" for h in members)
+    work = train_work(scenario)
     for rank, host in enumerate(members):
         logs = run_dir / "logs"
         if "train" in scenario.workloads and len(members) > 1:
-            host.spawn([*module, "train", "--rank", str(rank), "--peers", peers, "--duration", seconds,
-                        "--log", str(logs / f"train-{host.name}.jsonl")], logs / f"train-{host.name}.out")
+            phases = (*TRAIN_PHASES, "--checkpoint-dir", str(run_dir / "data" / host.name / "checkpoints")) \
+                if scenario.phases else ()
+            host.spawn([*module, "train", "--rank", str(rank), "--peers", peers, *TRAIN_OPTIONS, *work, *phases,
+                        "--duration", seconds, "--log", str(logs / f"train-{host.name}.jsonl")],
+                       logs / f"train-{host.name}.out", env=ONE_THREAD)
         if "infer" in scenario.workloads and len(members) > 1:
             server = members[0]
             if host is server:
                 host.spawn([*module, "infer", "serve", "--listen", f"{host.address}:{INFER_PORT}", "--duration",
-                            seconds], logs / f"infer-serve-{host.name}.out")
+                            seconds], logs / f"infer-serve-{host.name}.out", env=ONE_THREAD)
             else:
                 host.spawn([*module, "infer", "client", "--server", f"{server.address}:{INFER_PORT}", "--duration",
-                            seconds, "--log", str(logs / f"infer-{host.name}.jsonl")], logs / f"infer-{host.name}.out")
+                            seconds, "--log", str(logs / f"infer-{host.name}.jsonl")], logs / f"infer-{host.name}.out",
+                           env=ONE_THREAD)
         if "input" in scenario.workloads:
             data = run_dir / "data" / host.name
             data.mkdir(parents=True, exist_ok=True)
-            host.spawn([*module, "input", "--data-dir", str(data), "--duration", seconds, "--log",
-                        str(logs / f"input-{host.name}.jsonl")], logs / f"input-{host.name}.out")
+            phases = (*INPUT_PHASES, "--seed", str(scenario.seed + rank)) if scenario.phases else ()
+            host.spawn([*module, "input", "--data-dir", str(data), *INPUT_OPTIONS, *phases, "--duration", seconds,
+                        "--log", str(logs / f"input-{host.name}.jsonl")], logs / f"input-{host.name}.out",
+                       env=ONE_THREAD)
 
 
 @contextmanager

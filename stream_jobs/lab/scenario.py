@@ -6,6 +6,9 @@ of them.
     workloads = ["train", "input"]
     duration_s = 200
     baseline_s = 80          # clean lead-in the engine learns from; faults start after it
+    warmup_s = 30            # before t = 0: the agents sample but publish nothing (their own start-up)
+    phases = true            # evaluation passes, checkpoint writes and data-loader epochs between steps
+    heterogeneous = false    # true: each rank calibrates its own work per step (ranks then differ on purpose)
     seed = 7
 
     [[fault]]
@@ -26,7 +29,9 @@ from stream_jobs.lab.faults import FAULTS, FaultSpec
 
 WORKLOADS = ("train", "infer", "input")
 SUITES_DIR = Path(__file__).with_name("scenarios")
-SCENARIO_KEYS = {"name", "description", "hosts", "workloads", "duration_s", "baseline_s", "seed", "fault"}
+SCENARIO_KEYS = {"name", "description", "hosts", "workloads", "duration_s", "baseline_s", "warmup_s", "phases",
+                 "heterogeneous", "seed", "fault"}
+DEFAULT_WARMUP_S = 30.0
 FAULT_KEYS = {"kind", "host", "start_s", "duration_s", "magnitude"}
 
 
@@ -45,6 +50,9 @@ class Scenario:
     faults: tuple[FaultSpec, ...]
     description: str = ""
     source: str = ""
+    warmup_s: float = DEFAULT_WARMUP_S
+    phases: bool = True
+    heterogeneous: bool = False
 
     @property
     def clean(self) -> bool:
@@ -77,8 +85,13 @@ def parse_scenario(data: dict, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(f"{source}: baseline_s must lie between 20 and duration_s ({duration:g}), got {baseline:g}")
     faults = tuple(_fault(entry, index, hosts, baseline, duration, source)
                    for index, entry in enumerate(data.get("fault", [])))
+    warmup = float(_optional(data, "warmup_s", (int, float), DEFAULT_WARMUP_S, source))
+    if not 0 <= warmup <= 600:
+        raise ScenarioError(f"{source}: warmup_s must lie between 0 and 600, got {warmup:g}")
     return Scenario(str(_required(data, "name", str, source)), hosts, workloads, duration, baseline,
-                    int(data.get("seed", 0)), faults, str(data.get("description", "")), source)
+                    int(data.get("seed", 0)), faults, str(data.get("description", "")), source, warmup,
+                    _optional(data, "phases", bool, True, source),
+                    _optional(data, "heterogeneous", bool, False, source))
 
 
 def suite_scenarios(suite: str) -> list[Scenario]:
@@ -120,6 +133,15 @@ def _required(data: dict, key: str, kind, where: str):
     if not isinstance(data[key], kind) or isinstance(data[key], bool):
         raise ScenarioError(f"{where}: {key} has the wrong type ({type(data[key]).__name__})")
     return data[key]
+
+
+def _optional(data: dict, key: str, kind, default, where: str):
+    if key not in data:
+        return default
+    value = data[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise ScenarioError(f"{where}: {key} has the wrong type ({type(value).__name__})")
+    return value
 
 
 def _host_name(name) -> bool:

@@ -34,6 +34,13 @@ def _positive(kind):
     return parse
 
 
+def _not_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
 def _not_negative(text: str) -> float:
     value = float(text)
     if value < 0:
@@ -78,6 +85,19 @@ def _add_train(commands) -> None:
                         help="how long to wait for the neighbouring ranks to come up (default: 30)")
     parser.add_argument("--io-timeout", type=_positive(float), default=30.0, metavar="S",
                         help="give up when the ring makes no progress for this long (default: 30)")
+    parser.add_argument("--matmuls", type=_not_negative_int, default=0, metavar="N",
+                        help="matmuls per step instead of calibrating --compute-ms, so that every rank does the same "
+                             "work (default: calibrate)")
+    parser.add_argument("--eval-every", type=_not_negative_int, default=0, metavar="STEPS",
+                        help="an evaluation pass after every STEPS training steps; 0 for none (default: 0)")
+    parser.add_argument("--eval-steps", type=_not_negative_int, default=0, metavar="N",
+                        help="compute-only steps (no allreduce) in each evaluation pass (default: 0)")
+    parser.add_argument("--checkpoint-every", type=_not_negative_int, default=0, metavar="STEPS",
+                        help="write a checkpoint shard after every STEPS training steps; 0 for none (default: 0)")
+    parser.add_argument("--checkpoint-mb", type=_positive(float), default=16.0, metavar="MB",
+                        help="size of each rank's checkpoint shard in MiB (default: 16)")
+    parser.add_argument("--checkpoint-dir", type=Path, default=None, metavar="DIR",
+                        help="where checkpoint shards are written (needed with --checkpoint-every)")
     _add_common(parser)
     parser.set_defaults(settings=TrainSettings, run=run_train)
 
@@ -137,6 +157,10 @@ def _add_input(commands) -> None:
     _add_compute(parser, 100.0, 256, "step")
     parser.add_argument("--step-ms", type=_not_negative, default=1000.0, metavar="MS",
                         help="a step starts at most this often (default: 1000)")
+    parser.add_argument("--epoch-pause-s", type=_not_negative, default=0.0, metavar="S",
+                        help="pause between epochs (passes over the data set, each in a new shuffled order), as a "
+                             "data loader restarting its workers (default: 0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the epochs' shuffled orders (default: 0)")
     _add_common(parser)
     parser.set_defaults(settings=InputSettings, run=run_input)
 
@@ -161,6 +185,8 @@ def settings_from(args: argparse.Namespace):
 def _validate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.kind != "train":
         return
+    if args.checkpoint_every and args.checkpoint_dir is None:
+        parser.error("--checkpoint-every needs --checkpoint-dir")
     if len(args.peers) < 2:
         parser.error("--peers needs at least two ranks")
     if len(set(args.peers)) != len(args.peers):

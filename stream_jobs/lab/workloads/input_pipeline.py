@@ -22,6 +22,8 @@ class InputSettings:
     compute_ms: float = 100.0
     matrix_size: int = 256
     step_ms: float = 1000.0
+    epoch_pause_s: float = 0.0
+    seed: int = 0
 
 
 def ensure_files(data_dir: Path, count: int, size_bytes: int) -> list[Path]:
@@ -65,23 +67,33 @@ def read_uncached(path: Path, buffer: memoryview) -> int:
     return total
 
 
+def epoch_order(files: int, epoch: int, seed: int) -> list[int]:
+    """The order files are read in during one epoch: a fresh shuffle per epoch, the same for the same seed."""
+    return [int(i) for i in np.random.default_rng([seed, epoch]).permutation(files)]
+
+
 def run_input(settings: InputSettings, stop: Stop, log: JsonLines) -> None:
-    """Steps of reading a batch of files then a small compute on it, one every `step_ms` at most, cycling through
-    the data set."""
+    """Steps of reading a batch of files then a small compute on it, one every `step_ms` at most; each pass over
+    the data set (an epoch) reads it in a new shuffled order, after a pause of `epoch_pause_s`."""
     size_bytes = int(settings.file_mb * MIB)
     paths = ensure_files(settings.data_dir, settings.files, size_bytes)
     work = MatmulWork.calibrated(settings.matrix_size, settings.compute_ms / 1e3)
     buffer = memoryview(bytearray(size_bytes))
     say(f"input: {len(paths)} files of {size_bytes} bytes in {settings.data_dir}, {work.repeats} matmuls per step")
+    steps_per_epoch = max(1, len(paths) // settings.batch_files)
     step = 0
     while not stop():
+        epoch, position = divmod(step, steps_per_epoch)
+        if position == 0 and epoch and stop.wait(settings.epoch_pause_s):
+            break
+        order = epoch_order(len(paths), epoch, settings.seed)
         started = time.monotonic()
-        batch = [paths[(step * settings.batch_files + i) % len(paths)] for i in range(settings.batch_files)]
+        batch = [paths[order[(position * settings.batch_files + i) % len(paths)]] for i in range(settings.batch_files)]
         read_bytes = sum(read_uncached(path, buffer) for path in batch)
         read = time.monotonic()
         work.run()
         finished = time.monotonic()
-        log.write({"workload": "input", "step": step, "files": len(batch), "bytes": read_bytes,
+        log.write({"workload": "input", "step": step, "epoch": epoch, "files": len(batch), "bytes": read_bytes,
                    "read_s": round(read - started, 6), "compute_s": round(finished - read, 6),
                    "step_s": round(finished - started, 6), "ts": now()})
         step += 1
