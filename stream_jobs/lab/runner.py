@@ -123,15 +123,22 @@ def _inject_on_schedule(scenario: Scenario, hosts: dict[str, LabHost], run_dir: 
                 progress(f"{scenario.name}: +{at_s:5.0f} s  {fault.describe()} begins")
             else:
                 fault, began_ns = active.pop(index)
-                fault.stop()
+                effect = fault.stop()
                 labels.append(FaultLabel(spec.kind, spec.host, began_ns, time.time_ns(), fault.subsystem,
-                                         spec.magnitude, fault.describe()))
-                progress(f"{scenario.name}: +{at_s:5.0f} s  {fault.describe()} ends")
+                                         spec.magnitude, fault.describe(), effect.took_effect, effect.measured,
+                                         effect.drops_timeline))
+                progress(f"{scenario.name}: +{at_s:5.0f} s  {fault.describe()} ends; "
+                         f"{'took effect' if effect.took_effect else 'DID NOT TAKE EFFECT'}: "
+                         f"{_measured_text(effect.measured)}")
         _sleep_until(started_ns, scenario.duration_s)
     finally:
         for fault, _ in active.values():
             fault.stop()
     return labels
+
+
+def _measured_text(measured: dict) -> str:
+    return ", ".join(f"{name.replace('_', ' ')} {value:,.4g}" for name, value in measured.items())
 
 
 def _sleep_until(started_ns: int, at_s: float) -> None:

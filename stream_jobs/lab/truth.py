@@ -15,8 +15,9 @@ SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
 
 @dataclass(frozen=True)
 class FaultLabel:
-    """One injected fault: kind, host, the interval it was active (ns since the epoch), the subsystem it hits and its
-    magnitude in the fault's own unit (loss fraction, CPU workers, bytes, Mbit/s, …)."""
+    """One injected fault: kind, host, the interval it was active (ns since the epoch), the subsystem it hits, its
+    magnitude in the fault's own unit (loss fraction, CPU workers, bytes, Mbit/s, …), and what it measurably did:
+    whether it took effect, the counters that show it, and for packet loss the cumulative drops over time."""
 
     fault: str
     host: str
@@ -25,6 +26,9 @@ class FaultLabel:
     subsystem: str
     magnitude: float
     description: str = ""
+    took_effect: bool = True
+    effect: dict = field(default_factory=dict)
+    drops_timeline: tuple = ()
 
     def __post_init__(self):
         if self.end_ns <= self.start_ns:
@@ -90,7 +94,9 @@ def read_truth(path: str | Path) -> list[FaultLabel]:
         if not line.strip():
             continue
         try:
-            labels.append(FaultLabel(**json.loads(line)))
+            record = json.loads(line)
+            record["drops_timeline"] = tuple(tuple(sample) for sample in record.get("drops_timeline", ()))
+            labels.append(FaultLabel(**record))
         except (ValueError, TypeError) as error:
             raise ValueError(f"{path}:{number}: not a fault label ({error})") from error
     return labels
