@@ -30,7 +30,8 @@ ALERT_COLUMNS = ("alert_id", "host", "cluster", "state", "start", "end", "severi
 BASELINE_COLUMNS = ("host", "catalog_version", "saved_at", "windows", "state")
 RETRANSMISSION_COLUMNS = ("host", "cluster", "window_id", "start", "end", "category", "reason", "retransmits",
                           "segments_out", "rate_z")
-LAB_FAULT_COLUMNS = ("run_id", "scenario", "fault", "host", "start", "end", "subsystem", "magnitude", "description")
+LAB_FAULT_COLUMNS = ("run_id", "scenario", "fault", "host", "start", "end", "subsystem", "magnitude", "description",
+                     "took_effect", "effect")
 LAB_SCORE_COLUMNS = ("run_id", "scenario", "thresholds", "metric", "value")
 COLUMNS = {"frames": FRAME_COLUMNS, "catalogs": CATALOG_COLUMNS, "windows": WINDOW_COLUMNS,
            "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS, "baselines": BASELINE_COLUMNS,

@@ -134,7 +134,9 @@ CREATE TABLE IF NOT EXISTS {db}.lab_faults
     end         DateTime64(9),
     subsystem   LowCardinality(String),
     magnitude   Float64,
-    description String
+    description String,
+    took_effect Bool DEFAULT true,
+    effect      String DEFAULT ''
 )
 ENGINE = ReplacingMergeTree
 ORDER BY (run_id, host, start, fault);

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -39,16 +41,32 @@ def register(commands) -> None:
                           "cpu.shares (1024: a plain process; e.g. 65536 keeps a long soak unperturbed by a suite "
                           "run beside it; default: 1024)")
     run.add_argument("--f1-floor", type=float, default=None, metavar="F",
-                     help="exit 1 when the set's event F1 with calibrated thresholds falls below F")
+                     help="exit 1 when the set's strict F1 with calibrated thresholds falls below F")
     run.set_defaults(handler=handle_run)
-    score = labs.add_parser("score", help="score finished runs and print their combined table",
-                            description="Print the scores of each run directory and of all of them together "
-                                        "(counts summed over runs), scoring any run not scored yet.")
+    rescore = labs.add_parser(
+        "rescore", help="replay recorded runs through the engine as it is now and score them",
+        description="Replay each run's recordings (RUN/telemetry) through the current engine, with the live host and "
+                    "cluster stages and the run's own settings, much faster than real time; score the outputs "
+                    "strictly against RUN/truth.jsonl with calibrated and paper thresholds; write RUN/scores.json "
+                    "(a run's first, live scoring is kept as RUN/scores-live.json) and the set's scores.json; print "
+                    "the tables. A RUN may also be a folder of runs (a suite's --out). Nothing else is changed.")
+    rescore.add_argument("runs", nargs="+", metavar="RUN")
+    rescore.add_argument("--jobs", type=int, default=0, metavar="N",
+                         help="runs replayed at once (default: one per CPU core)")
+    rescore.add_argument("--out", default=None, metavar="DIR",
+                         help="where the set's scores.json goes (default: the runs' common folder)")
+    rescore.set_defaults(handler=handle_rescore)
+    score = labs.add_parser("score", help="print the stored scores of runs and of all of them together",
+                            description="Print the scores each run directory holds (RUN/scores.json) and those of "
+                                        "all of them together (counts summed over runs), scoring any run not scored "
+                                        "yet. A RUN may also be a folder of runs.")
     score.add_argument("runs", nargs="+", metavar="RUN")
     score.set_defaults(handler=handle_score)
-    ingest = labs.add_parser("ingest", help="replay, store and score one run directory",
-                             description="Replay RUN/telemetry through the engine, store frames, outputs, ground "
-                                         "truth and scores in RUN/clickhouse and write RUN/scores.json.")
+    ingest = labs.add_parser("ingest", help="the first scoring of one run directory (lab run does it)",
+                             description="Replay RUN/telemetry through the engine; for a run through Kafka compare "
+                                         "the replay with the worker's stored outputs, for an embedded run store "
+                                         "frames and outputs in RUN/clickhouse; store ground truth and scores there "
+                                         "and write RUN/scores.json.")
     ingest.add_argument("run", metavar="RUN")
     ingest.set_defaults(handler=handle_ingest)
     labs.add_parser("list", help="the built-in suites and their scenarios").set_defaults(handler=handle_list)
@@ -73,33 +91,61 @@ def handle_run(args) -> int:
                                cpu_shares=args.cpu_shares)
         _ingest_in_child(run_dir)
         run_dirs.append(run_dir)
-    f1 = _print_scores(run_dirs, title=f"suite {args.suite}" if args.suite else "scenarios")
+    f1 = _print_scores(run_dirs, f"suite {args.suite}" if args.suite else "scenarios", out)
     if args.f1_floor is not None:
         verdict = "holds" if f1 >= args.f1_floor else "is BELOW"
-        _say(f"lab: event F1 (calibrated) {f1:.3f} {verdict} the floor {args.f1_floor:g}")
+        _say(f"lab: strict F1 (calibrated) {f1:.3f} {verdict} the floor {args.f1_floor:g}")
         return 0 if f1 >= args.f1_floor else 1
     return 0
 
 
-def handle_score(args) -> int:
-    run_dirs = [Path(run) for run in args.runs]
+def handle_rescore(args) -> int:
+    from concurrent.futures import ProcessPoolExecutor
+
+    from stream_jobs.lab.ingest import load_run, rescore_run
+
+    run_dirs = expand_runs(args.runs)
     for run_dir in run_dirs:
-        if not (run_dir / "run.json").is_file():
-            raise ValueError(f"{run_dir} is not a lab run directory (no run.json)")
+        load_run(run_dir)
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(run_dirs)))
+    started = time.monotonic()
+    _say(f"lab: rescoring {len(run_dirs)} runs, {jobs} at a time")
+    with ProcessPoolExecutor(jobs) as pool:
+        for _ in pool.map(rescore_run, run_dirs, [_say] * len(run_dirs)):
+            pass
+    _say(f"lab: rescored {len(run_dirs)} runs in {time.monotonic() - started:.1f} s")
+    _print_scores(run_dirs, "rescored runs", Path(args.out) if args.out else _common_folder(run_dirs))
+    return 0
+
+
+def handle_score(args) -> int:
+    run_dirs = expand_runs(args.runs)
+    for run_dir in run_dirs:
         if not (run_dir / "scores.json").is_file():
             _ingest_in_child(run_dir)
-    _print_scores(run_dirs, title="runs")
+    _print_scores(run_dirs, "runs", None)
     return 0
 
 
 def handle_ingest(args) -> int:
     from stream_jobs.lab.ingest import ingest_run
 
-    run_dir = Path(args.run)
-    if not (run_dir / "run.json").is_file():
-        raise ValueError(f"{run_dir} is not a lab run directory (no run.json)")
-    ingest_run(run_dir, progress=_say)
+    ingest_run(Path(args.run), progress=_say)
     return 0
+
+
+def expand_runs(paths: list[str]) -> list[Path]:
+    """Run directories named directly, or found one level down in a suite's folder; ValueError for neither."""
+    runs = []
+    for path in map(Path, paths):
+        if (path / "run.json").is_file():
+            runs.append(path)
+            continue
+        inside = sorted(p.parent for p in path.glob("*/run.json")) if path.is_dir() else []
+        if not inside:
+            raise ValueError(f"{path} is neither a lab run directory (no run.json) nor a folder of runs")
+        runs.extend(inside)
+    return runs
 
 
 def handle_list(args) -> int:
@@ -120,21 +166,43 @@ def handle_clean(args) -> int:
     return 0
 
 
-def _print_scores(run_dirs: list[Path], title: str) -> float:
-    """Each run's table, then the set's (counts summed); returns the set's calibrated event F1."""
-    from stream_jobs.lab.ingest import load_run_scores
-    from stream_jobs.lab.scoring import combine, score_table
+def _print_scores(run_dirs: list[Path], title: str, out: Path | None) -> float:
+    """Each run's table, then the set's (counts summed), written to OUT/scores.json when out is given; returns the
+    set's calibrated F1."""
+    from stream_jobs.lab.ingest import run_scores
+    from stream_jobs.lab.scoring import combine, run_score_record, score_table
 
     per_mode: dict[str, list] = {}
     for run_dir in run_dirs:
-        summary, scores = load_run_scores(run_dir)
-        print(f"\n{summary['scenario']} ({summary['run_id']}):\n{score_table(summary['figures'])}")
+        summary, scores = run_scores(run_dir)
+        print(f"\n{summary['scenario']} ({summary['run_id']}, {summary['outputs']} outputs, "
+              f"{summary['hosts']} hosts, {summary['judged_s']:.0f} s judged){_agreement_text(summary)}:\n"
+              f"{score_table(summary['scores'])}")
         for mode, score in scores.items():
             per_mode.setdefault(mode, []).append(score)
-    combined = {mode: combine(scores).figures() for mode, scores in per_mode.items()}
-    print(f"\n{title}: {len(run_dirs)} runs together\n{score_table(combined)}", flush=True)
-    f1 = combined.get("calibrated", {}).get("f1", math.nan)
+    combined = {mode: combine(scores) for mode, scores in per_mode.items()}
+    summaries = {mode: score.summary() for mode, score in combined.items()}
+    print(f"\n{title}: {len(run_dirs)} runs together\n{score_table(summaries)}", flush=True)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "scores.json").write_text(json.dumps(
+            {"runs": [str(run_dir) for run_dir in run_dirs], "scores": summaries,
+             "counts": {mode: run_score_record(score) for mode, score in combined.items()}}, indent=2, default=float))
+        _say(f"lab: the set's scores are in {out / 'scores.json'}")
+    f1 = summaries.get("calibrated", {}).get("f1", math.nan)
     return 0.0 if math.isnan(f1) else f1
+
+
+def _agreement_text(summary: dict) -> str:
+    if "replay_matches_live" not in summary:
+        return ""
+    verdict = "matches" if summary["replay_matches_live"] else "DOES NOT match"
+    return (f"; the replay {verdict} the live incidents ({summary['replayed_incidents']} replayed, "
+            f"{summary['live_incidents']} live)")
+
+
+def _common_folder(run_dirs: list[Path]) -> Path:
+    return Path(os.path.commonpath([str(run_dir.resolve().parent) for run_dir in run_dirs]))
 
 
 def _cpu_shares(text: str) -> int:

@@ -1,15 +1,19 @@
-"""After a lab run: replay its telemetry through the engine, store the pipeline's outputs and the ground truth in the
-run's ClickHouse, and score the run with calibrated and paper thresholds and with three window settings.
+"""After a lab run, and whenever the engine changes: replay a run's recordings through the engine (the live host and
+cluster stages), score what it reported against the run's truth, and write the scores.
 
-The stored outputs are those of the live settings (calibrated thresholds, 3 s windows every 1 s); the other
-settings are replayed from the same frames for the comparison. Scores go to the lab_scores table and to
-RUN/scores.json, which suites combine by summing counts.
+A recorded run keeps what this needs: `run.json` (hosts, times, seed, baseline), `truth.jsonl` and each host's
+`telemetry/H.avro`. `ingest_run` is the first scoring of a run: for a run through Kafka the calibrated outputs are
+the Faust worker's, read back from the run's ClickHouse, and the replay is checked against them; for an embedded
+run the replay's outputs are stored there as a worker would store them. `rescore_run` replays and scores with the
+engine as it is now, touching nothing but the run's scores.json. Both write RUN/scores.json; suites combine runs by
+summing counts.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -18,71 +22,124 @@ from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.rows import catalog_row, frame_row
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.lab.replay import ReplayResult, incidents, merged_recordings, replay, reported
-from stream_jobs.lab.scoring import RunScore, score_modes, score_rows, window_agreement
+from stream_jobs.lab.scoring import (NS_PER_S, JudgedTime, RunScore, run_score_from_record, run_score_record,
+                                     score_modes, score_rows)
 from stream_jobs.lab.truth import FaultLabel, ReportedWindow, RetransmissionVerdict, RunOutputs, read_truth
 from stream_jobs.results import queue_cluster_output, queue_output
 
-THRESHOLD_MODES = {"calibrated": "calibrated", "paper": "paper"}
-WINDOW_SETTINGS = {"3s/1s": (3.0, 1.0), "1.5s/0.5s": (1.5, 0.5), "5s/2s": (5.0, 2.0)}
-LIVE_SETTING = "3s/1s"
+THRESHOLD_MODES = ("calibrated", "paper")
+LIVE_MODE = "calibrated"
+WINDOW_S, STRIDE_S = 3.0, 1.0
 
 
-def engine_settings_for(baseline_s: float, window: tuple[float, float], mode: str, seed: int) -> EngineSettings:
-    """Settings that learn from the run's clean lead-in (every window that ends inside it) and judge the rest."""
-    window_s, stride_s = window
-    warmup = max(10, int((baseline_s - window_s) / stride_s) - 2)
-    return EngineSettings(window_s=window_s, stride_s=stride_s, warmup_windows=warmup, mode=mode, seed=seed)
+@dataclass(frozen=True)
+class RecordedRun:
+    """What a run directory holds for scoring: its metadata, its truth and its recordings."""
+
+    directory: Path
+    meta: dict
+    truth: list[FaultLabel]
+    recordings: list[Path]
+
+    @property
+    def judged(self) -> JudgedTime:
+        """From the end of the baseline to the end of the run, on every host."""
+        started = self.meta["started_ns"]
+        return JudgedTime(started + round(self.meta["baseline_s"] * NS_PER_S),
+                          started + round(self.meta["duration_s"] * NS_PER_S), len(self.meta["hosts"]))
+
+    def settings(self, mode: str) -> EngineSettings:
+        return engine_settings_for(self.meta["baseline_s"], mode, self.meta["seed"])
 
 
-def ingest_run(run_dir: Path, progress: Callable[[str], None] = print) -> dict:
-    """Replay, store and score one run; returns what scores.json holds.
-
-    For a run through Kafka, the live setting's outputs are the Faust worker's, read back from the run's ClickHouse;
-    for an embedded run they are the replay's, stored now.
-    """
-    meta = json.loads((run_dir / "run.json").read_text())
-    truth = read_truth(run_dir / "truth.jsonl")
-    items = list(merged_recordings(sorted((run_dir / "telemetry").glob("*.avro"))))
-    if not items:
+def load_run(run_dir: Path) -> RecordedRun:
+    """A run directory's metadata, truth and recordings; ValueError names what is missing."""
+    if not (run_dir / "run.json").is_file():
+        raise ValueError(f"{run_dir} is not a lab run directory (no run.json)")
+    recordings = sorted((run_dir / "telemetry").glob("*.avro"))
+    if not recordings:
         raise ValueError(f"{run_dir}: no telemetry was recorded (see {run_dir / 'logs'})")
-    through_kafka = meta.get("pipeline") == "kafka"
-    writer = ClickHouseWriter(data_dir_dsn(run_dir))
-    try:
-        outputs, live = _replayed_outputs(meta, items, skip_live=through_kafka, progress=progress)
-        if through_kafka:
-            outputs["calibrated"][LIVE_SETTING] = stored_outputs(writer, meta["cluster"])
-        scores = score_modes(truth, {mode: o[LIVE_SETTING] for mode, o in outputs.items()},
-                             hosts=len(meta["hosts"]), duration_s=meta["duration_s"] - meta["baseline_s"])
-        figures = {mode: {**scores[mode].figures(),
-                          **window_agreement({n: o.windows for n, o in outputs[mode].items()})}
-                   for mode in THRESHOLD_MODES}
-        if live is not None:
-            _store_live(writer, items, live)
-        _store_lab(writer, meta, truth, figures)
-    finally:
-        writer.close()
-    summary = {"run_id": meta["run_id"], "scenario": meta["scenario"], "pipeline": meta.get("pipeline", "embedded"),
-               "figures": figures, "scores": {mode: _score_record(score) for mode, score in scores.items()}}
-    (run_dir / "scores.json").write_text(json.dumps(summary, indent=2, default=float))
+    truth_path = run_dir / "truth.jsonl"
+    truth = read_truth(truth_path) if truth_path.is_file() else []
+    return RecordedRun(run_dir, json.loads((run_dir / "run.json").read_text()), truth, recordings)
+
+
+def engine_settings_for(baseline_s: float, mode: str, seed: int) -> EngineSettings:
+    """Settings that learn from the run's clean lead-in (every window that ends inside it) and judge the rest."""
+    warmup = max(10, int((baseline_s - WINDOW_S) / STRIDE_S) - 2)
+    return EngineSettings(window_s=WINDOW_S, stride_s=STRIDE_S, warmup_windows=warmup, mode=mode, seed=seed)
+
+
+def replay_run(run: RecordedRun, mode: str) -> ReplayResult:
+    """The run's recordings through the host and cluster stages with the live settings of one threshold mode."""
+    return replay(merged_recordings(run.recordings), run.settings(mode))
+
+
+def rescore_run(run_dir: Path, progress: Callable[[str], None] = print) -> dict:
+    """Replay and score a recorded run with the engine as it is now; writes and returns RUN/scores.json."""
+    run = load_run(run_dir)
+    started = time.monotonic()
+    outputs = {mode: reported(replay_run(run, mode)) for mode in THRESHOLD_MODES}
+    summary = _summary(run, score_modes(run.truth, outputs, run.judged), "rescore")
+    summary["rescore_s"] = round(time.monotonic() - started, 2)
+    _keep_live_scores(run_dir)
+    _write_json(run_dir / "scores.json", summary)
+    progress(f"{run.meta['scenario']}: rescored in {summary['rescore_s']:.1f} s")
     return summary
 
 
-def _replayed_outputs(meta: dict, items: list, skip_live: bool,
-                      progress: Callable[[str], None]) -> tuple[dict[str, dict[str, RunOutputs]], ReplayResult | None]:
-    """Every threshold mode and window setting replayed (but the live one when the worker produced it)."""
-    outputs: dict[str, dict[str, RunOutputs]] = {mode: {} for mode in THRESHOLD_MODES}
-    live = None
-    for mode in THRESHOLD_MODES:
-        for name, window in WINDOW_SETTINGS.items():
-            is_live = mode == "calibrated" and name == LIVE_SETTING
-            if is_live and skip_live:
-                continue
-            settings = engine_settings_for(meta["baseline_s"], window, mode, meta["seed"])
-            progress(f"{meta['scenario']}: replaying {len(items)} records with {mode} thresholds, windows {name}")
-            result = replay(items, settings)
-            outputs[mode][name] = reported(result)
-            live = result if is_live else live
-    return outputs, live
+def ingest_run(run_dir: Path, progress: Callable[[str], None] = print) -> dict:
+    """The first scoring of a finished run: replay, compare with (or store as) the live outputs, store truth and
+    scores in the run's ClickHouse, write RUN/scores.json."""
+    run = load_run(run_dir)
+    through_kafka = run.meta.get("pipeline") == "kafka"
+    writer = ClickHouseWriter(data_dir_dsn(run_dir))
+    try:
+        replays = {}
+        for mode in THRESHOLD_MODES:
+            progress(f"{run.meta['scenario']}: replaying {len(run.recordings)} recordings with {mode} thresholds")
+            replays[mode] = replay_run(run, mode)
+        outputs = {mode: reported(result) for mode, result in replays.items()}
+        agreement = {}
+        if through_kafka:
+            live = stored_outputs(writer, run.meta["cluster"])
+            agreement = live_agreement(live, outputs[LIVE_MODE])
+            outputs[LIVE_MODE] = live
+        else:
+            _store_live(writer, run, replays[LIVE_MODE])
+        summary = {**_summary(run, score_modes(run.truth, outputs, run.judged), "live"), **agreement}
+        _store_lab(writer, run, summary["scores"])
+    finally:
+        writer.close()
+    _write_json(run_dir / "scores.json", summary)
+    return summary
+
+
+def live_agreement(live: RunOutputs, replayed: RunOutputs) -> dict:
+    """Whether the replay told of exactly the incidents the live pipeline did (host, kind, opening, span)."""
+    def keys(outputs: RunOutputs) -> list[tuple]:
+        return sorted((i.host, i.kind, i.opened_ns, i.start_ns, i.end_ns) for i in outputs.incidents)
+    return {"live_incidents": len(live.incidents), "replayed_incidents": len(replayed.incidents),
+            "replay_matches_live": keys(live) == keys(replayed)}
+
+
+def _summary(run: RecordedRun, scores: dict[str, RunScore], outputs: str) -> dict:
+    judged = run.judged
+    return {"run_id": run.meta["run_id"], "scenario": run.meta["scenario"],
+            "pipeline": run.meta.get("pipeline", "embedded"), "outputs": outputs,
+            "judged_s": (judged.end_ns - judged.start_ns) / NS_PER_S, "hosts": judged.hosts,
+            "faults_without_effect": [label.description or label.fault for label in run.truth if not label.took_effect],
+            "scores": {mode: score.summary() for mode, score in scores.items()},
+            "counts": {mode: run_score_record(score) for mode, score in scores.items()}}
+
+
+def run_scores(run_dir: Path) -> tuple[dict, dict[str, RunScore]]:
+    """The scores.json of a scored run, with its counts back as a RunScore per threshold mode."""
+    path = run_dir / "scores.json"
+    summary = json.loads(path.read_text())
+    if "counts" not in summary:
+        raise ValueError(f"{path} was written by an older scoring; run `reveal lab rescore {run_dir}`")
+    return summary, {mode: run_score_from_record(record) for mode, record in summary["counts"].items()}
 
 
 def stored_outputs(writer: ClickHouseWriter, cluster: str) -> RunOutputs:
@@ -108,30 +165,36 @@ def stored_outputs(writer: ClickHouseWriter, cluster: str) -> RunOutputs:
                       [RetransmissionVerdict(*row) for row in retransmission_rows])
 
 
-def load_run_scores(run_dir: Path) -> tuple[dict, dict[str, RunScore]]:
-    """The scores.json of an ingested run, with its scores as RunScore per threshold mode."""
-    summary = json.loads((run_dir / "scores.json").read_text())
-    return summary, {mode: RunScore(**{**record, "delays_s": tuple(record["delays_s"])})
-                     for mode, record in summary["scores"].items()}
+def _keep_live_scores(run_dir: Path) -> None:
+    """The first scoring of a run through Kafka judged the worker's own outputs: kept as scores-live.json."""
+    current, kept = run_dir / "scores.json", run_dir / "scores-live.json"
+    if current.is_file() and not kept.exists():
+        try:
+            if json.loads(current.read_text()).get("outputs") == "live":
+                kept.write_text(current.read_text())
+        except ValueError:
+            pass
 
 
-def _score_record(score: RunScore) -> dict:
-    record = asdict(score)
-    record["delays_s"] = list(record["delays_s"])
-    return record
+def _write_json(path: Path, data: dict) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(data, indent=2, default=float))
+    partial.replace(path)
 
 
-def _store_live(writer: ClickHouseWriter, items: list, live: ReplayResult) -> None:
+def _store_live(writer: ClickHouseWriter, run: RecordedRun, live: ReplayResult) -> None:
     """Frames, catalogs and the live setting's outputs of an embedded run, as a worker would have stored them."""
     writer.add("catalogs", [catalog_row(c) for c in live.catalogs])
-    writer.add("frames", [frame_row(item) for item in items if isinstance(item, Frame)])
+    writer.add("frames", [frame_row(item) for item in merged_recordings(run.recordings) if isinstance(item, Frame)])
     queue_output(writer, live.host)
     queue_cluster_output(writer, live.cluster)
     writer.flush()
 
 
-def _store_lab(writer: ClickHouseWriter, meta: dict, truth: list[FaultLabel], figures: dict) -> None:
+def _store_lab(writer: ClickHouseWriter, run: RecordedRun, summaries: dict) -> None:
+    meta = run.meta
     writer.add("lab_faults", [[meta["run_id"], meta["scenario"], label.fault, label.host, label.start_ns,
-                               label.end_ns, label.subsystem, label.magnitude, label.description] for label in truth])
-    writer.add("lab_scores", score_rows(meta["run_id"], meta["scenario"], figures))
+                               label.end_ns, label.subsystem, label.magnitude, label.description, label.took_effect,
+                               json.dumps(label.effect)] for label in run.truth])
+    writer.add("lab_scores", score_rows(meta["run_id"], meta["scenario"], summaries))
     writer.flush()

@@ -86,52 +86,46 @@ def reported(result: ReplayResult) -> RunOutputs:
 
 
 def incidents(alerts: list[Alert], anomalies: list[Anomaly]) -> list[ReportedIncident]:
-    """The events an operator sees per host: alerts of one host that overlap in time (an anomaly, a peer deviation
-    and a retransmission finding about the same trouble) merge into one incident, raised when the first of them
-    opened, with the subsystems of the anomalous windows inside it ranked by count and severity."""
-    by_host: dict[str, list[tuple[int, int, int, Alert]]] = defaultdict(list)
-    for states in _alerts_by_id(alerts).values():
-        first = min(states, key=lambda a: a.end_ns)
-        by_host[first.host].append((min(a.start_ns for a in states), max(a.end_ns for a in states), first.end_ns,
-                                    max(states, key=lambda a: a.severity)))
-    anomalies_of: dict[str, list[Anomaly]] = defaultdict(list)
+    """The incidents an operator is told of: one per alert (all its states), of its kind (host detectors, peer,
+    retransmissions, regime), opened at the end of the window that opened it. Its subsystems are what the alert
+    said when it opened, then those of the same host's anomalies of the same kind inside it, ranked by count and
+    severity."""
+    anomalies_of: dict[tuple[str, str], list[Anomaly]] = defaultdict(list)
     for anomaly in anomalies:
-        anomalies_of[anomaly.host].append(anomaly)
+        anomalies_of[(anomaly.host, anomaly_kind(anomaly))].append(anomaly)
     found = []
-    for host, spans in by_host.items():
-        for start, end, opened, strongest in _merged(spans):
-            inside = [a for a in anomalies_of[host] if a.window_end_ns > start and a.window_start_ns < end]
-            found.append(ReportedIncident(host, start, end, opened, _ranked_subsystems(inside, strongest.subsystem),
-                                          strongest.severity, strongest.kind))
-    return sorted(found, key=lambda i: (i.start_ns, i.host))
+    for states in _alerts_by_id(alerts).values():
+        opening = min(states, key=lambda a: a.end_ns)
+        start, end = min(a.start_ns for a in states), max(a.end_ns for a in states)
+        inside = [a for a in anomalies_of[(opening.host, opening.kind)] if a.window_end_ns > start
+                  and a.window_start_ns < end]
+        found.append(ReportedIncident(opening.host, start, end, opening.end_ns,
+                                      _ranked_subsystems(inside, opening.subsystem),
+                                      max(a.severity for a in states), opening.kind))
+    return sorted(found, key=lambda i: (i.opened_ns, i.host, i.kind))
+
+
+def anomaly_kind(anomaly: Anomaly) -> str:
+    """The kind of alert an anomalous window belongs to: peer comparison, retransmissions, or the host's own
+    detectors."""
+    if "peer" in anomaly.detectors:
+        return "peer"
+    if "retransmissions" in anomaly.detectors:
+        return "retransmissions"
+    return "anomaly"
 
 
 def _alerts_by_id(alerts: list[Alert]) -> dict[str, list[Alert]]:
     by_id: dict[str, list[Alert]] = defaultdict(list)
     for alert in alerts:
-        if alert.kind != "regime":
-            by_id[alert.alert_id].append(alert)
+        by_id[alert.alert_id].append(alert)
     return by_id
 
 
-def _merged(spans: list[tuple[int, int, int, Alert]]) -> list[tuple[int, int, int, Alert]]:
-    """Overlapping (start, end, opened, strongest alert) spans of one host joined into one."""
-    merged: list[tuple[int, int, int, Alert]] = []
-    for start, end, opened, strongest in sorted(spans, key=lambda span: span[0]):
-        if merged and start <= merged[-1][1]:
-            m_start, m_end, m_opened, m_strongest = merged[-1]
-            merged[-1] = (m_start, max(m_end, end), min(m_opened, opened),
-                          m_strongest if m_strongest.severity >= strongest.severity else strongest)
-        else:
-            merged.append((start, end, opened, strongest))
-    return merged
-
-
-def _ranked_subsystems(anomalies: list[Anomaly], alert_subsystem: str) -> tuple[str, ...]:
+def _ranked_subsystems(anomalies: list[Anomaly], opening_subsystem: str) -> tuple[str, ...]:
     weight: dict[str, float] = defaultdict(float)
     for anomaly in anomalies:
         if anomaly.subsystem:
             weight[anomaly.subsystem] += 1.0 + min(anomaly.score / max(anomaly.threshold, 1e-12), 10.0) / 10
-    if alert_subsystem:
-        weight[alert_subsystem] += 1e-6
-    return tuple(sorted(weight, key=lambda s: -weight[s]))
+    ranked = sorted(weight, key=lambda s: -weight[s])
+    return tuple(dict.fromkeys([opening_subsystem, *ranked] if opening_subsystem else ranked))

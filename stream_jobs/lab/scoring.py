@@ -1,164 +1,263 @@
-"""Scores of lab runs: what the pipeline reported against what was injected.
+"""Strict scores of lab runs: what the pipeline reported against what was injected, judged as an operator would.
 
-Event-wise precision, recall and F1, detection delay, subsystem attribution, false alerts per host-hour on clean
-runs, retransmission classification and window-setting agreement (paper §5.5). A RunScore keeps the counts behind
-every ratio, so a suite adds counts instead of averaging ratios. Times are ns since the epoch, as in truth.py.
+- A fault counts only if it took effect (its truth says so). It is detected only by an incident on its host that
+  *opens* between the fault's start and DETECTION_GRACE_S after its end; an incident already open does not count.
+  The delay is the opening minus the fault's start.
+- Chance recall: the share of faults an incident stream with the run's own incident rate, but blind to the faults,
+  would "detect" by the same rule (1 − e^(−λ·L) per fault, λ the run's incidents per host-second, L the fault's
+  detection interval), reported beside recall so that a noisy engine cannot pass for a sensitive one.
+- Precision: incidents that detect a fault / incidents opened in the judged time of fault runs. False alerts per
+  host-hour: incidents opened in the judged time of clean runs / the judged host-hours of those runs. Judged time
+  is the same for both: from the end of the baseline to the end of the run.
+- Every figure is given for all incidents and by source (host detectors, peer comparison, retransmissions,
+  regime notices).
+- Retransmission verdicts are judged per window against per-window truth (the loss rule dropped frames of that
+  host inside that window), as balanced accuracy and per-class recall; "none" counts as not fault-induced.
+- Attribution: whether the detecting incident names the fault's subsystem first (top-1) or among its first three.
+
+A RunScore keeps the counts behind every ratio, so a suite adds counts instead of averaging ratios. Times are ns
+since the epoch, as in truth.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass, fields
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from stream_jobs.lab.truth import FaultLabel, ReportedIncident, ReportedWindow, RetransmissionVerdict, RunOutputs
-from stream_jobs.offline.agreement import NO_OVERLAP, Overlap, overlap
+from stream_jobs.lab.truth import FaultLabel, ReportedIncident, RetransmissionVerdict, RunOutputs
 
 NS_PER_S = 1_000_000_000
 SECONDS_PER_HOUR = 3600.0
+DETECTION_GRACE_S = 10.0
 PACKET_LOSS = "packet_loss"
 FAULT_INDUCED, WORKLOAD_INTRINSIC, NO_RETRANSMISSIONS = "fault-induced", "workload-intrinsic", "none"
 RETRANSMISSION_CATEGORIES = (WORKLOAD_INTRINSIC, FAULT_INDUCED, NO_RETRANSMISSIONS)
-REFERENCE_SETTING = "3s/1s"
-METRICS = ("precision", "recall", "f1", "delay_p50_s", "delay_p95_s", "attribution_top1", "attribution_top3",
-           "false_alerts_per_host_hour", "retransmission_accuracy", "retransmissions_judged", "faults", "found",
-           "incidents")
-COUNT_METRICS = frozenset({"retransmissions_judged", "faults", "found", "incidents"})
+SOURCES = {"anomaly": "host_detectors", "peer": "peer", "retransmissions": "retransmissions", "regime": "regime"}
+HEADLINE = ("strict_recall", "chance_recall", "precision", "f1", "delay_p50_s", "false_alerts_per_host_hour",
+            "clean_host_hours", "retransmission_balanced_accuracy", "attribution_top1", "faults_took_effect")
+COUNT_METRICS = frozenset({"faults", "faults_took_effect", "detected", "incidents", "clean_incidents",
+                           "retransmission_windows_judged"})
+
+
+@dataclass(frozen=True)
+class JudgedTime:
+    """The part of a run whose incidents are judged: from the end of its baseline to its end, on `hosts` hosts."""
+
+    start_ns: int
+    end_ns: int
+    hosts: int
+
+    def __post_init__(self):
+        if self.hosts < 1:
+            raise ValueError(f"hosts is {self.hosts}; a run has at least one host")
+        if self.end_ns <= self.start_ns:
+            raise ValueError(f"judged time ends ({self.end_ns}) before it starts ({self.start_ns})")
+
+    @property
+    def host_seconds(self) -> float:
+        return self.hosts * (self.end_ns - self.start_ns) / NS_PER_S
+
+    def holds(self, instant_ns: int) -> bool:
+        return self.start_ns <= instant_ns <= self.end_ns
+
+
+@dataclass(frozen=True)
+class SourceScore:
+    """The counts behind the detection figures of one source of incidents (or of all of them)."""
+
+    faults: int = 0
+    detected: int = 0
+    chance_detected: float = 0.0
+    incidents: int = 0
+    detecting_incidents: int = 0
+    clean_incidents: int = 0
+    clean_host_hours: float = 0.0
+    delays_s: tuple[float, ...] = ()
+    attribution: tuple[tuple[str, int, int, int], ...] = ()
+
+    def __add__(self, other: SourceScore) -> SourceScore:
+        return SourceScore(self.faults + other.faults, self.detected + other.detected,
+                           self.chance_detected + other.chance_detected, self.incidents + other.incidents,
+                           self.detecting_incidents + other.detecting_incidents,
+                           self.clean_incidents + other.clean_incidents, self.clean_host_hours + other.clean_host_hours,
+                           self.delays_s + other.delays_s, _merged_attribution(self.attribution, other.attribution))
+
+    def figures(self) -> dict[str, float]:
+        """Recall, chance recall, precision, F1, delays, false alerts per host-hour and attribution, by name."""
+        recall = _ratio(self.detected, self.faults)
+        precision = _ratio(self.detecting_incidents, self.incidents)
+        top1 = sum(hits for _, _, hits, _ in self.attribution)
+        top3 = sum(hits for _, _, _, hits in self.attribution)
+        return {"strict_recall": recall, "chance_recall": _ratio(self.chance_detected, self.faults),
+                "precision": precision, "f1": _f1(precision, recall),
+                "delay_p50_s": _percentile(self.delays_s, 50), "delay_p95_s": _percentile(self.delays_s, 95),
+                "false_alerts_per_host_hour": _ratio(self.clean_incidents, self.clean_host_hours),
+                "clean_host_hours": self.clean_host_hours, "attribution_top1": _ratio(top1, self.detected),
+                "attribution_top3": _ratio(top3, self.detected), "detected": float(self.detected),
+                "incidents": float(self.incidents), "clean_incidents": float(self.clean_incidents)}
+
+    def attribution_by_kind(self) -> dict[str, dict[str, float]]:
+        """Top-1 and top-3 attribution per fault kind, over the detected faults of that kind."""
+        return {kind: {"detected": float(detected), "attribution_top1": _ratio(top1, detected),
+                       "attribution_top3": _ratio(top3, detected)}
+                for kind, detected, top1, top3 in self.attribution}
+
+
+@dataclass(frozen=True)
+class RetransmissionScore:
+    """Confusion counts of retransmission verdicts against per-window truth (positive: fault-induced)."""
+
+    true_positive: int = 0
+    false_negative: int = 0
+    true_negative: int = 0
+    false_positive: int = 0
+
+    def __add__(self, other: RetransmissionScore) -> RetransmissionScore:
+        return RetransmissionScore(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def figures(self) -> dict[str, float]:
+        induced = _ratio(self.true_positive, self.true_positive + self.false_negative)
+        intrinsic = _ratio(self.true_negative, self.true_negative + self.false_positive)
+        balanced = (induced + intrinsic) / 2 if not (math.isnan(induced) or math.isnan(intrinsic)) else math.nan
+        judged = self.true_positive + self.false_negative + self.true_negative + self.false_positive
+        return {"retransmission_balanced_accuracy": balanced, "retransmission_recall_fault_induced": induced,
+                "retransmission_recall_workload_intrinsic": intrinsic,
+                "retransmission_windows_judged": float(judged)}
 
 
 @dataclass(frozen=True)
 class RunScore:
-    """The counts behind every figure of one run or, added up, of a suite; figures() turns them into ratios.
+    """Everything scored of one run or, added up, of a suite: all incidents, each source's, retransmissions, and
+    the faults that did not take effect (left out of recall)."""
 
-    `found` counts faults some incident matched and `matched_incidents` counts incidents that matched some fault,
-    so recall and precision each have their own numerator. Delays and attribution come from the earliest-opened
-    incident matching each found fault. `clean_*` only grow on runs without faults.
-    """
-
-    faults: int = 0
-    found: int = 0
-    incidents: int = 0
-    matched_incidents: int = 0
-    delays_s: tuple[float, ...] = ()
-    attribution_top1_hits: int = 0
-    attribution_top3_hits: int = 0
-    clean_incidents: int = 0
-    clean_host_hours: float = 0.0
-    retransmissions_judged: int = 0
-    retransmissions_correct: int = 0
+    overall: SourceScore = SourceScore()
+    by_source: tuple[tuple[str, SourceScore], ...] = ()
+    retransmissions: RetransmissionScore = RetransmissionScore()
+    faults_injected: int = 0
 
     def __add__(self, other: RunScore) -> RunScore:
-        return RunScore(*(mine + theirs for mine, theirs in zip(astuple(self), astuple(other))))
-
-    @property
-    def missed(self) -> int:
-        return self.faults - self.found
-
-    @property
-    def false_positives(self) -> int:
-        return self.incidents - self.matched_incidents
+        sources = dict(self.by_source)
+        for name, score in other.by_source:
+            sources[name] = sources.get(name, SourceScore()) + score
+        return RunScore(self.overall + other.overall, tuple(sorted(sources.items())),
+                        self.retransmissions + other.retransmissions, self.faults_injected + other.faults_injected)
 
     def figures(self) -> dict[str, float]:
-        """Every figure under its stable name (METRICS order); NaN where the denominator is empty."""
-        precision = _ratio(self.matched_incidents, self.incidents)
-        recall = _ratio(self.found, self.faults)
-        return {"precision": precision, "recall": recall, "f1": _f1(precision, recall),
-                "delay_p50_s": _percentile(self.delays_s, 50), "delay_p95_s": _percentile(self.delays_s, 95),
-                "attribution_top1": _ratio(self.attribution_top1_hits, self.found),
-                "attribution_top3": _ratio(self.attribution_top3_hits, self.found),
-                "false_alerts_per_host_hour": _ratio(self.clean_incidents, self.clean_host_hours),
-                "retransmission_accuracy": _ratio(self.retransmissions_correct, self.retransmissions_judged),
-                "retransmissions_judged": float(self.retransmissions_judged),
-                "faults": float(self.faults), "found": float(self.found), "incidents": float(self.incidents)}
+        """The headline figures (HEADLINE first), then the rest; NaN where a denominator is empty."""
+        figures = {**self.overall.figures(), **self.retransmissions.figures(),
+                   "faults": float(self.faults_injected), "faults_took_effect": float(self.overall.faults)}
+        return {**{name: figures[name] for name in HEADLINE}, **figures}
+
+    def summary(self) -> dict:
+        """What scores.json holds for one threshold mode: the figures, by source, and attribution by fault kind."""
+        return {**self.figures(), "by_source": {name: score.figures() for name, score in self.by_source},
+                "attribution_by_kind": self.overall.attribution_by_kind()}
 
 
-def score_run(truth: Sequence[FaultLabel], outputs: RunOutputs, *, hosts: int, duration_s: float,
-              tolerance_s: float = 5.0) -> RunScore:
-    """Score one run's outputs against its ground truth.
+def score_run(truth: Sequence[FaultLabel], outputs: RunOutputs, judged: JudgedTime,
+              grace_s: float = DETECTION_GRACE_S) -> RunScore:
+    """Score one run's outputs against its ground truth by the strict rules of this module.
 
-    An incident matches a fault when it is on the fault's host and overlaps [start, end + tolerance): windows are
-    3 s long and lag behind, so an incident may open just after the fault stopped. A run without faults is a clean
-    run: its incidents are false alerts over `hosts` × `duration_s`. A delay is the earliest-opened matching
-    incident's opened_ns minus the fault's start, clamped to 0 when that incident was already open at the start.
-
-    >>> fault = FaultLabel("packet_loss", "h1", 10 * NS_PER_S, 20 * NS_PER_S, "network", 0.02)
-    >>> hit = ReportedIncident("h1", 12 * NS_PER_S, 21 * NS_PER_S, 14 * NS_PER_S, ("network", "cpu"))
-    >>> stray = ReportedIncident("h2", 12 * NS_PER_S, 15 * NS_PER_S, 15 * NS_PER_S, ("cpu",))
-    >>> figures = score_run([fault], RunOutputs(incidents=[hit, stray]), hosts=2, duration_s=60).figures()
-    >>> figures["recall"], figures["precision"], figures["delay_p50_s"], figures["attribution_top1"]
-    (1.0, 0.5, 4.0, 1.0)
+    >>> fault = FaultLabel("packet_loss", "h1", 100 * NS_PER_S, 120 * NS_PER_S, "network", 0.01)
+    >>> late = ReportedIncident("h1", 103 * NS_PER_S, 125 * NS_PER_S, 106 * NS_PER_S, ("network",))
+    >>> early = ReportedIncident("h1", 40 * NS_PER_S, 130 * NS_PER_S, 43 * NS_PER_S, ("cpu",))
+    >>> figures = score_run([fault], RunOutputs([early, late]), JudgedTime(30 * NS_PER_S, 200 * NS_PER_S, 2)).figures()
+    >>> figures["strict_recall"], figures["precision"], figures["delay_p50_s"], figures["attribution_top1"]
+    (1.0, 0.5, 6.0, 1.0)
     """
-    _check_run_size(hosts, duration_s, tolerance_s)
-    tolerance_ns = round(tolerance_s * NS_PER_S)
-    return (_event_score(truth, outputs.incidents, tolerance_ns)
-            + _clean_score(truth, outputs.incidents, hosts, duration_s)
-            + _retransmission_score(truth, outputs.retransmissions))
+    if not grace_s >= 0:
+        raise ValueError(f"grace_s is {grace_s}; expected 0 or more seconds")
+    grace_ns = round(grace_s * NS_PER_S)
+    effective = [fault for fault in truth if fault.took_effect]
+    by_source = {source: score_source(truth, effective, [i for i in outputs.incidents if i.kind == kind], judged,
+                                      grace_ns)
+                 for kind, source in SOURCES.items()}
+    return RunScore(score_source(truth, effective, outputs.incidents, judged, grace_ns),
+                    tuple(sorted(by_source.items())), score_retransmissions(truth, outputs.retransmissions),
+                    len(truth))
 
 
-def score_modes(truth: Sequence[FaultLabel], outputs_by_mode: Mapping[str, RunOutputs], *, hosts: int,
-                duration_s: float, tolerance_s: float = 5.0) -> dict[str, RunScore]:
-    """One RunScore per threshold mode (e.g. 'calibrated', 'paper') of the same run and truth."""
-    return {mode: score_run(truth, outputs, hosts=hosts, duration_s=duration_s, tolerance_s=tolerance_s)
-            for mode, outputs in outputs_by_mode.items()}
+def score_source(truth: Sequence[FaultLabel], effective: Sequence[FaultLabel],
+                 incidents: Sequence[ReportedIncident], judged: JudgedTime, grace_ns: int) -> SourceScore:
+    """Detection counts of one set of incidents: `effective` are the faults that took effect, `truth` all of them
+    (an incident opened in the interval of a fault that did nothing is neither right nor wrong)."""
+    opened = [incident for incident in incidents if judged.holds(incident.opened_ns)]
+    if not truth:
+        return SourceScore(incidents=0, clean_incidents=len(opened), clean_host_hours=judged.host_seconds / 3600)
+    firsts = [(fault, _first_opened_within(fault, opened, grace_ns)) for fault in effective]
+    detections = [(fault, incident) for fault, incident in firsts if incident is not None]
+    detecting = [i for i in opened if any(_opens_within(fault, i, grace_ns) for fault in effective)]
+    void = [i for i in opened if i not in detecting and any(_opens_within(f, i, grace_ns) for f in truth)]
+    rate_per_host_s = len(opened) / judged.host_seconds
+    chance = sum(1 - math.exp(-rate_per_host_s * ((f.end_ns - f.start_ns + grace_ns) / NS_PER_S)) for f in effective)
+    return SourceScore(faults=len(effective), detected=len(detections), chance_detected=chance,
+                       incidents=len(opened) - len(void), detecting_incidents=len(detecting),
+                       delays_s=tuple((i.opened_ns - f.start_ns) / NS_PER_S for f, i in detections),
+                       attribution=_attribution(detections))
 
 
-def combine(scores: Iterable[RunScore]) -> RunScore:
-    """A suite's score: counts summed and delays pooled, so every ratio weighs runs by their events."""
-    return sum(scores, RunScore())
+def _opens_within(fault: FaultLabel, incident: ReportedIncident, grace_ns: int) -> bool:
+    return incident.host == fault.host and fault.start_ns <= incident.opened_ns <= fault.end_ns + grace_ns
 
 
-def _check_run_size(hosts: int, duration_s: float, tolerance_s: float) -> None:
-    if hosts < 1:
-        raise ValueError(f"hosts is {hosts}; a run has at least one host")
-    if not duration_s > 0:
-        raise ValueError(f"duration_s is {duration_s}; a run lasts a positive number of seconds")
-    if not tolerance_s >= 0:
-        raise ValueError(f"tolerance_s is {tolerance_s}; expected 0 or more seconds")
+def _first_opened_within(fault: FaultLabel, incidents: Sequence[ReportedIncident],
+                         grace_ns: int) -> ReportedIncident | None:
+    return min((i for i in incidents if _opens_within(fault, i, grace_ns)), key=lambda i: i.opened_ns, default=None)
 
 
-def _event_score(truth: Sequence[FaultLabel], incidents: Sequence[ReportedIncident], tolerance_ns: int) -> RunScore:
-    earliest = [(fault, _earliest_match(fault, incidents, tolerance_ns)) for fault in truth]
-    found = [(fault, incident) for fault, incident in earliest if incident is not None]
-    matched = sum(any(_matches(fault, incident, tolerance_ns) for fault in truth) for incident in incidents)
-    return RunScore(faults=len(truth), found=len(found), incidents=len(incidents), matched_incidents=matched,
-                    delays_s=tuple(_delay_s(fault, incident) for fault, incident in found),
-                    attribution_top1_hits=sum(_ranked_within(fault, incident, 1) for fault, incident in found),
-                    attribution_top3_hits=sum(_ranked_within(fault, incident, 3) for fault, incident in found))
+def _attribution(detections: Sequence[tuple[FaultLabel, ReportedIncident]]) -> tuple[tuple[str, int, int, int], ...]:
+    """(fault kind, detected, top-1 hits, top-3 hits) per kind."""
+    counts: dict[str, list[int]] = {}
+    for fault, incident in detections:
+        row = counts.setdefault(fault.fault, [0, 0, 0])
+        row[0] += 1
+        row[1] += fault.subsystem in incident.subsystems[:1]
+        row[2] += fault.subsystem in incident.subsystems[:3]
+    return tuple((kind, *row) for kind, row in sorted(counts.items()))
 
 
-def _ranked_within(fault: FaultLabel, incident: ReportedIncident, places: int) -> bool:
-    """Whether the incident names the fault's subsystem among its first `places` subsystems."""
-    return fault.subsystem in incident.subsystems[:places]
+def _merged_attribution(first: tuple, second: tuple) -> tuple[tuple[str, int, int, int], ...]:
+    counts: dict[str, list[int]] = {}
+    for kind, *row in (*first, *second):
+        counts[kind] = [a + b for a, b in zip(counts.get(kind, [0, 0, 0]), row)]
+    return tuple((kind, *row) for kind, row in sorted(counts.items()))
 
 
-def _matches(fault: FaultLabel, incident: ReportedIncident, tolerance_ns: int) -> bool:
-    return (incident.host == fault.host and incident.start_ns < fault.end_ns + tolerance_ns
-            and incident.end_ns > fault.start_ns)
+def score_retransmissions(truth: Sequence[FaultLabel],
+                          verdicts: Sequence[RetransmissionVerdict]) -> RetransmissionScore:
+    """Verdicts against per-window truth. A window counts when the classifier saw retransmissions in it or the
+    loss rule dropped frames of its host in it; a window with neither has nothing to classify."""
+    counts = {"true_positive": 0, "false_negative": 0, "true_negative": 0, "false_positive": 0}
+    for verdict in verdicts:
+        said_induced = _category(verdict) == FAULT_INDUCED
+        induced = loss_dropped_within(truth, verdict.host, verdict.start_ns, verdict.end_ns)
+        if verdict.category == NO_RETRANSMISSIONS and not induced:
+            continue
+        key = {(True, True): "true_positive", (True, False): "false_negative", (False, False): "true_negative",
+               (False, True): "false_positive"}[(induced, said_induced)]
+        counts[key] += 1
+    return RetransmissionScore(**counts)
 
 
-def _earliest_match(fault: FaultLabel, incidents: Sequence[ReportedIncident],
-                    tolerance_ns: int) -> ReportedIncident | None:
-    matching = [incident for incident in incidents if _matches(fault, incident, tolerance_ns)]
-    return min(matching, key=lambda incident: (incident.opened_ns, incident.start_ns), default=None)
-
-
-def _delay_s(fault: FaultLabel, incident: ReportedIncident) -> float:
-    return max(0, incident.opened_ns - fault.start_ns) / NS_PER_S
-
-
-def _clean_score(truth: Sequence[FaultLabel], incidents: Sequence[ReportedIncident], hosts: int,
-                 duration_s: float) -> RunScore:
-    if truth:
-        return RunScore()
-    return RunScore(clean_incidents=len(incidents), clean_host_hours=hosts * duration_s / SECONDS_PER_HOUR)
-
-
-def _retransmission_score(truth: Sequence[FaultLabel], verdicts: Sequence[RetransmissionVerdict]) -> RunScore:
-    judged = [verdict for verdict in verdicts if _category(verdict) != NO_RETRANSMISSIONS]
-    correct = sum(verdict.category == _expected_category(verdict, truth) for verdict in judged)
-    return RunScore(retransmissions_judged=len(judged), retransmissions_correct=correct)
+def loss_dropped_within(truth: Sequence[FaultLabel], host: str, start_ns: int, end_ns: int) -> bool:
+    """Whether a packet-loss fault dropped frames of `host` between start_ns and end_ns: some interval between two
+    samples of its drop counter that overlaps the window saw the counter grow (without samples, the fault's whole
+    interval counts when it took effect)."""
+    for fault in truth:
+        if fault.fault != PACKET_LOSS or fault.host != host:
+            continue
+        if not fault.drops_timeline:
+            if fault.took_effect and start_ns < fault.end_ns and end_ns > fault.start_ns:
+                return True
+            continue
+        samples = fault.drops_timeline
+        for (t0, dropped0), (t1, dropped1) in zip(samples, samples[1:]):
+            if dropped1 > dropped0 and t0 < end_ns and t1 > start_ns:
+                return True
+    return False
 
 
 def _category(verdict: RetransmissionVerdict) -> str:
@@ -168,11 +267,15 @@ def _category(verdict: RetransmissionVerdict) -> str:
     return verdict.category
 
 
-def _expected_category(verdict: RetransmissionVerdict, truth: Sequence[FaultLabel]) -> str:
-    """Fault-induced while the window shares time with a network packet-loss fault on its host."""
-    induced = any(fault.host == verdict.host and fault.subsystem == "network" and fault.fault == PACKET_LOSS
-                  and verdict.start_ns < fault.end_ns and verdict.end_ns > fault.start_ns for fault in truth)
-    return FAULT_INDUCED if induced else WORKLOAD_INTRINSIC
+def score_modes(truth: Sequence[FaultLabel], outputs_by_mode: Mapping[str, RunOutputs],
+                judged: JudgedTime) -> dict[str, RunScore]:
+    """One RunScore per threshold mode (e.g. 'calibrated', 'paper') of the same run and truth."""
+    return {mode: score_run(truth, outputs, judged) for mode, outputs in outputs_by_mode.items()}
+
+
+def combine(scores: Iterable[RunScore]) -> RunScore:
+    """A suite's score: counts summed and delays pooled, so every ratio weighs runs by their events."""
+    return sum(scores, RunScore())
 
 
 def _ratio(part: float, whole: float) -> float:
@@ -189,75 +292,69 @@ def _percentile(values: Sequence[float], percent: float) -> float:
     return float(np.percentile(values, percent)) if values else math.nan
 
 
-def window_agreement(windows_by_setting: Mapping[str, Sequence[ReportedWindow]],
-                     reference: str = REFERENCE_SETTING) -> dict[str, float]:
-    """§5.5 agreement of each window setting with the reference setting on the same run, pooled over hosts.
+def rule_of_three(host_hours: float) -> float:
+    """The 95 % upper bound on false alerts per host-hour when none was seen in `host_hours` (3 / exposure)."""
+    return 3.0 / host_hours if host_hours > 0 else math.nan
 
-    For each other setting S: `agreement_S_iou`; `agreement_S_hit_count` and `_hit_length`, the share of the
-    reference's flagged segments (by count, by length) that S also flags; and the same from S's side with the
-    suffix `_reverse`. Flagged windows are merged per host; only the same host's intervals can agree.
+
+def score_table(summaries_by_mode: Mapping[str, Mapping]) -> str:
+    """A fixed-width table for logs: one row per figure (headline first, then each source's recall, precision and
+    false alerts), one column per threshold mode.
+
+    >>> print(score_table({"calibrated": {"strict_recall": 0.5, "faults": 4.0},
+    ...                    "paper": {"strict_recall": 1.0, "faults": 4.0, "delay_p50_s": math.nan}}))
+    figure         calibrated  paper
+    strict_recall       0.500  1.000
+    faults                  4      4
+    delay_p50_s           n/a    n/a
     """
-    if reference not in windows_by_setting:
-        raise ValueError(f"reference setting {reference!r} is not among {list(windows_by_setting)}")
-    reference_spans = _flagged_spans_by_host(windows_by_setting[reference])
-    figures: dict[str, float] = {}
-    for setting, windows in windows_by_setting.items():
-        if setting != reference:
-            pooled = _pooled_overlap(reference_spans, _flagged_spans_by_host(windows))
-            figures.update(_agreement_figures(setting, pooled))
-    return figures
-
-
-def _flagged_spans_by_host(windows: Iterable[ReportedWindow]) -> dict[str, list[tuple[int, int]]]:
-    spans: dict[str, list[tuple[int, int]]] = {}
-    for window in windows:
-        if window.flagged:
-            spans.setdefault(window.host, []).append((window.start_ns, window.end_ns))
-    return spans
-
-
-def _pooled_overlap(spans_a: Mapping[str, list[tuple[int, int]]],
-                    spans_b: Mapping[str, list[tuple[int, int]]]) -> Overlap:
-    hosts = set(spans_a) | set(spans_b)
-    return sum((overlap(spans_a.get(host, []), spans_b.get(host, [])) for host in hosts), NO_OVERLAP)
-
-
-def _agreement_figures(setting: str, reference_to_setting: Overlap) -> dict[str, float]:
-    setting_to_reference = reference_to_setting.swapped()
-    prefix = f"agreement_{setting}"
-    return {f"{prefix}_iou": reference_to_setting.iou,
-            f"{prefix}_hit_count": reference_to_setting.hit_rate_by_count,
-            f"{prefix}_hit_length": reference_to_setting.hit_rate_by_length,
-            f"{prefix}_hit_count_reverse": setting_to_reference.hit_rate_by_count,
-            f"{prefix}_hit_length_reverse": setting_to_reference.hit_rate_by_length}
-
-
-def score_table(figures_by_mode: Mapping[str, Mapping[str, float]]) -> str:
-    """A fixed-width table for logs: one row per metric (first-seen order), one column per threshold mode.
-
-    >>> print(score_table({"calibrated": {"recall": 0.5, "faults": 4.0},
-    ...                    "paper": {"recall": 1.0, "faults": 4.0, "delay_p50_s": math.nan}}))
-    metric       calibrated  paper
-    recall            0.500  1.000
-    faults                4      4
-    delay_p50_s         n/a    n/a
-    """
-    modes = list(figures_by_mode)
-    metrics = list(dict.fromkeys(metric for figures in figures_by_mode.values() for metric in figures))
-    rows = [["metric", *modes]] + [[metric, *(_format_figure(metric, figures_by_mode[mode].get(metric, math.nan))
-                                              for mode in modes)] for metric in metrics]
+    flat = {mode: _flat_figures(summary) for mode, summary in summaries_by_mode.items()}
+    modes = list(flat)
+    names = list(dict.fromkeys(name for figures in flat.values() for name in figures))
+    rows = [["figure", *modes]] + [[name, *(_format_figure(name, flat[mode].get(name, math.nan)) for mode in modes)]
+                                   for name in names]
     widths = [max(len(row[column]) for row in rows) for column in range(len(modes) + 1)]
     return "\n".join("  ".join([row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width
                                                            in zip(row[1:], widths[1:])]) for row in rows)
 
 
-def _format_figure(metric: str, value: float) -> str:
-    if math.isnan(value):
+SOURCE_FIGURES = ("strict_recall", "precision", "false_alerts_per_host_hour", "incidents", "clean_incidents")
+
+
+def _flat_figures(summary: Mapping) -> dict[str, float]:
+    flat = {name: value for name, value in summary.items() if isinstance(value, (int, float))}
+    for source, figures in summary.get("by_source", {}).items():
+        flat.update({f"{source}.{name}": figures[name] for name in SOURCE_FIGURES if name in figures})
+    for kind, figures in summary.get("attribution_by_kind", {}).items():
+        flat[f"attribution_top1.{kind}"] = figures["attribution_top1"]
+    return flat
+
+
+def _format_figure(name: str, value: float) -> str:
+    if value is None or math.isnan(value):
         return "n/a"
-    return str(int(value)) if metric in COUNT_METRICS else f"{value:.3f}"
+    return str(int(value)) if name.split(".")[-1] in COUNT_METRICS else f"{value:.3f}"
 
 
-def score_rows(run_id: str, scenario: str, figures_by_mode: Mapping[str, Mapping[str, float]]) -> list[list]:
+def score_rows(run_id: str, scenario: str, summaries_by_mode: Mapping[str, Mapping]) -> list[list]:
     """Rows for the lab_scores table, in its column order (run_id, scenario, thresholds, metric, value)."""
-    return [[run_id, scenario, mode, metric, float(value)]
-            for mode, figures in figures_by_mode.items() for metric, value in figures.items()]
+    return [[run_id, scenario, mode, name, float(value)]
+            for mode, summary in summaries_by_mode.items() for name, value in _flat_figures(summary).items()]
+
+
+def run_score_from_record(record: dict) -> RunScore:
+    """A RunScore back from its JSON form (run_score_record), so stored runs can be combined again."""
+    def source(data: dict) -> SourceScore:
+        return SourceScore(**{**data, "delays_s": tuple(data["delays_s"]),
+                              "attribution": tuple(tuple(row) for row in data["attribution"])})
+    return RunScore(source(record["overall"]), tuple((name, source(data)) for name, data in record["by_source"]),
+                    RetransmissionScore(**record["retransmissions"]), record["faults_injected"])
+
+
+def run_score_record(score: RunScore) -> dict:
+    """The counts of a RunScore as JSON-ready data."""
+    def source(data: SourceScore) -> dict:
+        return {f.name: getattr(data, f.name) for f in fields(data)}
+    return {"overall": source(score.overall), "by_source": [[name, source(data)] for name, data in score.by_source],
+            "retransmissions": {f.name: getattr(score.retransmissions, f.name) for f in fields(RetransmissionScore)},
+            "faults_injected": score.faults_injected}
