@@ -168,9 +168,9 @@ def _start_agents(scenario: Scenario, hosts: dict[str, LabHost], run_id: str, ru
 def _start_worker(scenario: Scenario, bootstrap: str, tag: str, run_dir: Path,
                   progress: Callable[[str], None]) -> subprocess.Popen:
     """A Faust worker of its own consumer group and topics, storing into the run's ClickHouse."""
-    from stream_jobs.lab.ingest import LIVE_SETTING, WINDOW_SETTINGS, engine_settings_for
+    from stream_jobs.lab.ingest import LIVE_MODE, engine_settings_for
 
-    settings = engine_settings_for(scenario.baseline_s, WINDOW_SETTINGS[LIVE_SETTING], "calibrated", scenario.seed)
+    settings = engine_settings_for(scenario.baseline_s, LIVE_MODE, scenario.seed)
     argv = [sys.executable, "-m", "stream_jobs.cli", "worker", "--bootstrap", bootstrap, "--topic-prefix",
             _topic_prefix(tag), "--group", f"reveal-lab-{tag}", "--clickhouse", data_dir_dsn(run_dir),
             "--until-idle", f"{WORKER_IDLE_S:g}", "--warmup-windows", str(settings.warmup_windows),
