@@ -126,6 +126,12 @@ class Agent:
         self.sink.on_frame(frame)
         return frame
 
+    def settle_from(self, start_ns: int) -> None:
+        """Hand out nothing until settle_s after start_ns: the sources are read, the frames dropped."""
+        self._publish_from_ns = start_ns + round(self.settings.settle_s * 1e9)
+        if self.settings.settle_s:
+            log.info("agent: settling for %g s before the first frame is handed out", self.settings.settle_s)
+
     def close(self) -> None:
         self.registry.close()
 
@@ -140,9 +146,7 @@ class Agent:
                            for s in self.registry.sources))
         report_ticks = max(1, round(report_every_s / self.settings.interval_s))
         quiet_garbage_collector()
-        self._publish_from_ns = self._wall_clock_ns() + round(self.settings.settle_s * 1e9)
-        if self.settings.settle_s:
-            log.info("agent: settling for %g s before the first frame is handed out", self.settings.settle_s)
+        self.settle_from(self._wall_clock_ns())
 
         collect_ticks = max(1, round(GARBAGE_COLLECTION_EVERY_S / self.settings.interval_s))
 

@@ -32,7 +32,6 @@ V2_CONTROLLERS = "+cpu +memory +io"
 
 
 LOCK_DIR = Path("/tmp")
-CPU_SHARES_TOP = 262144
 AGENTS_GROUP = "agents"
 UNLIMITED_BYTES_PER_S = 1 << 40
 
@@ -203,15 +202,12 @@ class LabHost:
             raise LabError(f"host {self.name} is not started")
         return f"/proc/{self.holder.pid}"
 
-    def spawn(self, argv: list[str], log_path: Path | None = None, in_cgroup: bool = True,
-              env: dict[str, str] | None = None) -> subprocess.Popen:
-        """Start a process inside this host's namespace (and cgroup), with extra environment variables; the lab
-        stops it at the end."""
+    def spawn(self, argv: list[str], log_path: Path | None = None, in_cgroup: bool = True) -> subprocess.Popen:
+        """Start a process inside this host's namespace (and cgroup); the lab stops it at the end."""
         output = open(log_path, "ab") if log_path else subprocess.DEVNULL
         try:
             process = subprocess.Popen(["ip", "netns", "exec", self.namespace, *argv], stdout=output,
-                                       stderr=subprocess.STDOUT, start_new_session=True,
-                                       env={**os.environ, **env} if env else None)
+                                       stderr=subprocess.STDOUT, start_new_session=True)
         finally:
             if log_path:
                 output.close()
@@ -318,7 +314,6 @@ class LabNetwork:
         for host in self.hosts.values():
             wait_until_inside(host)
         self.agents.create()
-        self.agents.set_cpu_shares(CGROUP_TOP, CPU_SHARES_TOP)
         self.agents.set_cpu_shares(f"{CGROUP_TOP}/{self.tag}", self.cpu_shares)
         log.info("lab network %s: %s", self.bridge, ", ".join(f"{h.name}={h.address}" for h in self.hosts.values()))
 

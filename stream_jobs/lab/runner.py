@@ -38,14 +38,13 @@ TRAIN_PORT = 29500
 INFER_PORT = 29600
 AGENT_SOURCES = "network,cgroups"
 CGROUP_INTERVAL_S = 0.2
-WORKER_IDLE_S = 15.0
+WORKER_IDLE_S = 45.0
 TRAIN_COMPUTE_MS = 15.0
 TRAIN_MATRIX_SIZE = 256
 TRAIN_OPTIONS = ("--compute-ms", f"{TRAIN_COMPUTE_MS:g}", "--matrix-size", str(TRAIN_MATRIX_SIZE),
                  "--accelerator-ms", "600", "--gradient-mb", "2")
 TRAIN_PHASES = ("--eval-every", "200", "--eval-steps", "20", "--checkpoint-every", "300", "--checkpoint-mb", "16")
 INPUT_OPTIONS = ("--files", "64", "--file-mb", "2", "--batch-files", "2", "--compute-ms", "20")
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 INPUT_PHASES = ("--epoch-pause-s", "5")
 
 
@@ -223,23 +222,21 @@ def _start_workloads(scenario: Scenario, hosts: dict[str, LabHost], run_dir: Pat
                 if scenario.phases else ()
             host.spawn([*module, "train", "--rank", str(rank), "--peers", peers, *TRAIN_OPTIONS, *work, *phases,
                         "--duration", seconds, "--log", str(logs / f"train-{host.name}.jsonl")],
-                       logs / f"train-{host.name}.out", env=ONE_THREAD)
+                       logs / f"train-{host.name}.out")
         if "infer" in scenario.workloads and len(members) > 1:
             server = members[0]
             if host is server:
                 host.spawn([*module, "infer", "serve", "--listen", f"{host.address}:{INFER_PORT}", "--duration",
-                            seconds], logs / f"infer-serve-{host.name}.out", env=ONE_THREAD)
+                            seconds], logs / f"infer-serve-{host.name}.out")
             else:
                 host.spawn([*module, "infer", "client", "--server", f"{server.address}:{INFER_PORT}", "--duration",
-                            seconds, "--log", str(logs / f"infer-{host.name}.jsonl")], logs / f"infer-{host.name}.out",
-                           env=ONE_THREAD)
+                            seconds, "--log", str(logs / f"infer-{host.name}.jsonl")], logs / f"infer-{host.name}.out")
         if "input" in scenario.workloads:
             data = run_dir / "data" / host.name
             data.mkdir(parents=True, exist_ok=True)
             phases = (*INPUT_PHASES, "--seed", str(scenario.seed + rank)) if scenario.phases else ()
             host.spawn([*module, "input", "--data-dir", str(data), *INPUT_OPTIONS, *phases, "--duration", seconds,
-                        "--log", str(logs / f"input-{host.name}.jsonl")], logs / f"input-{host.name}.out",
-                       env=ONE_THREAD)
+                        "--log", str(logs / f"input-{host.name}.jsonl")], logs / f"input-{host.name}.out")
 
 
 @contextmanager

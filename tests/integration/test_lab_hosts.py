@@ -58,18 +58,57 @@ def test_hosts_talk_over_the_bridge_and_leave_nothing_behind():
     assert not any(d.exists() for d in cgroups)
 
 
-def test_packet_loss_makes_only_the_faulted_host_retransmit(tmp_path):
+def test_packet_loss_in_flight_makes_the_faulted_host_retransmit_and_is_measured(tmp_path):
     with LabNetwork("tb", ["h1", "h2"]) as network:
         h1, h2 = network.hosts["h1"], network.hosts["h2"]
-        fault = make_fault(FaultSpec("packet_loss", "h2", 0, 5, 0.05), network.hosts, tmp_path)
+        fault = make_fault(FaultSpec("packet_loss", "h2", 0, 5, 0.01), network.hosts, tmp_path)
         fault.start()
         before = _tcp_counter(h2, "RetransSegs")
         _stream(h2, h1, 2.0)
         retransmitted = _tcp_counter(h2, "RetransSegs") - before
-        fault.stop()
-        rules = run_command("ip", "netns", "exec", h2.namespace, "nft", "list", "ruleset").stdout
+        effect = fault.stop()
+        rules = run_command("nft", "list", "tables").stdout
     assert retransmitted > 10
-    assert "reveal_lab" not in rules
+    assert effect.took_effect and effect.measured["packets_dropped"] > 10
+    assert effect.measured["retransmitted_segments"] >= retransmitted
+    drops = [count for _, count in effect.drops_timeline]
+    assert drops == sorted(drops) and drops[-1] == effect.measured["packets_dropped"]
+    assert f"reveal_loss_{h2.veth}" not in rules
+
+
+def test_each_lab_takes_its_own_subnet():
+    with LabNetwork("tf", ["h1"]) as first, LabNetwork("tg", ["h1"]) as second:
+        assert first.subnet != second.subnet
+        assert first.hosts["h1"].address != second.hosts["h1"].address
+
+
+def test_storage_writes_show_in_the_hosts_own_io_counters(tmp_path):
+    with LabNetwork("th", ["h1"]) as network:
+        fault = make_fault(FaultSpec("storage_burst", "h1", 0, 2, 8), network.hosts, tmp_path)
+        fault.start()
+        time.sleep(2.0)
+        effect = fault.stop()
+    assert effect.took_effect, effect.measured
+    assert effect.measured["bytes_written"] >= 8 << 20
+
+
+@pytest.mark.parametrize("kind, magnitude", [("cpu_contention", 1), ("straggler", 0.2), ("memory_reservation", 64),
+                                             ("memory_pressure", 64), ("irq_pressure", 5000),
+                                             ("bandwidth_cap", 5)])
+def test_every_fault_kind_measures_that_it_took_effect(tmp_path, kind, magnitude):
+    with LabNetwork("ti", ["h1", "h2"]) as network:
+        h1, h2 = network.hosts["h1"], network.hosts["h2"]
+        busy = h1.spawn([sys.executable, "-c", "import time\nend = time.time() + 30\nwhile time.time() < end: pass"])
+        fault = make_fault(FaultSpec(kind, "h1", 0, 3, magnitude), network.hosts, tmp_path)
+        fault.start()
+        if kind == "bandwidth_cap":
+            _stream(h1, h2, 2.5)
+        else:
+            time.sleep(2.5)
+        effect = fault.stop()
+        busy.kill()
+    assert effect.took_effect, effect.measured
+    assert all(value >= 0 for value in effect.measured.values())
 
 
 def test_cpu_contention_shows_in_the_hosts_cgroup_and_stops(tmp_path):
@@ -81,12 +120,13 @@ def test_cpu_contention_shows_in_the_hosts_cgroup_and_stops(tmp_path):
         fault.start()
         time.sleep(2.0)
         busy = usage() - start
-        fault.stop()
+        effect = fault.stop()
         time.sleep(0.5)
         idle_start = usage()
         time.sleep(1.0)
         idle = usage() - idle_start
     assert busy > 0.8 and idle < 0.1
+    assert effect.took_effect and effect.measured["cpu_seconds_taken"] > 0.8
 
 
 def test_straggler_quota_is_set_and_lifted(tmp_path):
@@ -122,17 +162,20 @@ def _cpu_usage_s(host) -> float:
 def test_an_interrupted_run_removes_its_hosts_and_processes(tmp_path):
     scenario = tmp_path / "tiny.toml"
     scenario.write_text('name = "tiny"\nhosts = ["h1", "h2"]\nworkloads = ["train"]\nduration_s = 60\n'
-                        'baseline_s = 30\n[[fault]]\nkind = "packet_loss"\nhost = "h2"\nstart_s = 35\n'
-                        'duration_s = 10\nmagnitude = 0.01\n')
+                        'baseline_s = 30\nwarmup_s = 2\n[[fault]]\nkind = "packet_loss"\nhost = "h2"\n'
+                        'start_s = 35\nduration_s = 10\nmagnitude = 0.01\n')
     run = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "lab", "run", "--scenario", str(scenario),
                             "--embedded", "--out", str(tmp_path / "runs")], stderr=subprocess.PIPE, text=True)
+    tag = ""
     for line in run.stderr:
+        if "lab network rvlbr" in line:
+            tag = line.split("lab network rvlbr", 1)[1].split(":", 1)[0]
         if "hosts up" in line:
             break
     time.sleep(3)
     run.terminate()
     run.communicate(timeout=60)
-    assert run.returncode != 0
-    assert not [n for n in _namespaces() if n.startswith("rvl-")]
-    leftover = subprocess.run(["pgrep", "-f", "stream_jobs.lab.workloads"], capture_output=True, text=True).stdout
+    assert run.returncode != 0 and tag
+    assert not [n for n in _namespaces() if n.startswith(f"rvl-{tag}-")]
+    leftover = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout
     assert not leftover.strip(), f"workload processes left running: {leftover}"

@@ -18,15 +18,15 @@ from stream_jobs.lab.workloads.common import MIB, Endpoint, JsonLines, MatmulWor
 from stream_jobs.lab.workloads.errors import (PeerClosed, PeerTimeout, PeerUnreachable, ProtocolError, Stopped,
                                               WorkloadError)
 from stream_jobs.lab.workloads.infer import ClientSettings, ServeSettings, request_rate, run_client, run_serve
-from stream_jobs.lab.workloads.input_pipeline import InputSettings, ensure_files, read_uncached, run_input
+from stream_jobs.lab.workloads.input_pipeline import InputSettings, ensure_files, epoch_order, read_uncached, run_input
 from stream_jobs.lab.workloads.ring import RingLinks, connect_ring, ring_allreduce
-from stream_jobs.lab.workloads.train import TrainSettings, run_train
+from stream_jobs.lab.workloads.train import TrainSettings, run_train, write_checkpoint
 from stream_jobs.lab.workloads.transport import connect_with_retry, listen, recv_exactly
 
 __all__ = [
     "MIB", "ClientSettings", "Endpoint", "InputSettings", "JsonLines", "MatmulWork", "PeerClosed", "PeerTimeout",
     "PeerUnreachable", "ProtocolError", "RingLinks", "ServeSettings", "Stop", "Stopped", "TrainSettings",
-    "WorkloadError", "build_parser", "connect_ring", "connect_with_retry", "ensure_files", "listen", "main",
+    "WorkloadError", "build_parser", "connect_ring", "connect_with_retry", "ensure_files", "epoch_order", "listen", "main",
     "read_uncached", "recv_exactly", "request_rate", "ring_allreduce", "run_client", "run_input", "run_serve",
-    "run_train", "settings_from",
+    "run_train", "settings_from", "write_checkpoint",
 ]

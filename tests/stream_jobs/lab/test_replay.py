@@ -8,7 +8,7 @@ from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import Alert, Anomaly, Catalog, Frame
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.lab.replay import incidents, merged_recordings, replay, reported
-from stream_jobs.lab.scoring import score_run
+from stream_jobs.lab.scoring import JudgedTime, score_run
 from stream_jobs.lab.truth import FaultLabel
 
 START_NS = 1_790_000_000_000_000_000
@@ -43,9 +43,9 @@ def test_a_step_on_one_host_is_found_there_and_attributed_to_its_subsystem(tmp_p
     settings = EngineSettings(warmup_windows=45, seed=3)
     outputs = reported(replay(merged_recordings(paths), settings))
     truth = [FaultLabel("cpu_contention", "h2", START_NS + 60 * SECOND, START_NS + 90 * SECOND, "cpu", 1.0)]
-    score = score_run(truth, outputs, hosts=2, duration_s=40)
-    assert score.found == 1
-    matched = [i for i in outputs.incidents if i.host == "h2" and i.end_ns > truth[0].start_ns]
+    score = score_run(truth, outputs, JudgedTime(START_NS + 50 * SECOND, START_NS + 90 * SECOND, 2))
+    assert score.overall.detected == 1
+    matched = [i for i in outputs.incidents if i.host == "h2" and i.opened_ns >= truth[0].start_ns]
     assert matched and matched[0].subsystems[0] == "cpu"
     assert outputs.windows and all(w.host in ("h1", "h2") for w in outputs.windows)
 
@@ -68,17 +68,17 @@ def _anomaly(host, start_s, subsystem, score=2.0):
                    score, 1.0, subsystem, "", ())
 
 
-def test_overlapping_alerts_of_one_host_are_one_incident_ranked_by_its_windows():
-    alerts = [_alert("a", "h1", 10, 14), _alert("a", "h1", 10, 20, state="closed"),
+def test_each_alert_is_one_incident_of_its_kind_with_what_it_said_on_opening_first():
+    alerts = [_alert("a", "h1", 10, 14), _alert("a", "h1", 10, 20, severity=3.0, state="closed"),
               _alert("b", "h1", 18, 25, severity=5.0, subsystem="network", kind="retransmissions"),
-              _alert("c", "h1", 40, 44), _alert("d", "h2", 12, 16), _alert("r", "h1", 0, 100, kind="regime")]
-    anomalies = [_anomaly("h1", 11, "network"), _anomaly("h1", 15, "network"), _anomaly("h1", 19, "cpu"),
+              _alert("d", "h2", 12, 16, subsystem="memory"), _alert("r", "h1", 0, 100, kind="regime")]
+    anomalies = [_anomaly("h1", 11, "network"), _anomaly("h1", 15, "network"), _anomaly("h1", 16, "storage"),
                  _anomaly("h2", 12, "memory")]
     found = incidents(alerts, anomalies)
-    h1 = [i for i in found if i.host == "h1"]
-    assert [(i.start_ns - START_NS) // SECOND for i in h1] == [10, 40]
-    merged = h1[0]
-    assert (merged.end_ns - START_NS) // SECOND == 25 and (merged.opened_ns - START_NS) // SECOND == 14
-    assert merged.subsystems[:2] == ("network", "cpu") and merged.severity == 5.0
-    assert [i.subsystems for i in found if i.host == "h2"] == [("memory", "cpu")]
+    assert [(i.host, i.kind, (i.opened_ns - START_NS) // SECOND) for i in found] == [
+        ("h1", "anomaly", 14), ("h2", "anomaly", 16), ("h1", "retransmissions", 25), ("h1", "regime", 100)]
+    first = found[0]
+    assert (first.start_ns - START_NS) // SECOND == 10 and (first.end_ns - START_NS) // SECOND == 20
+    assert first.subsystems == ("cpu", "network", "storage") and first.severity == 3.0
+    assert found[2].subsystems == ("network",)
     assert np.isfinite([i.severity for i in found]).all()

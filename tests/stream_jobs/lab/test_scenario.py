@@ -15,11 +15,30 @@ def test_a_valid_scenario_keeps_its_values():
     assert scenario.faults[0].kind == "packet_loss" and scenario.faults[0].magnitude == 0.01
 
 
-@pytest.mark.parametrize("suite", ["quick", "full"])
+def test_warmup_phases_and_heterogeneous_ranks_have_defaults_and_are_checked():
+    scenario = parse_scenario(VALID)
+    assert (scenario.warmup_s, scenario.phases, scenario.heterogeneous) == (30.0, True, False)
+    chosen = parse_scenario({**VALID, "warmup_s": 90, "phases": False, "heterogeneous": True})
+    assert (chosen.warmup_s, chosen.phases, chosen.heterogeneous) == (90.0, False, True)
+    with pytest.raises(ScenarioError, match="warmup_s must lie between 0 and 600"):
+        parse_scenario({**VALID, "warmup_s": 900})
+    with pytest.raises(ScenarioError, match="phases has the wrong type"):
+        parse_scenario({**VALID, "phases": "yes"})
+
+
+@pytest.mark.parametrize("suite", ["quick", "full", "soak"])
 def test_every_built_in_scenario_loads_and_the_suite_has_a_clean_run(suite):
     scenarios = suite_scenarios(suite)
     assert scenarios and any(s.clean for s in scenarios)
     assert all(f.kind in FAULTS for s in scenarios for f in s.faults)
+    assert all(len(s.hosts) >= 6 for s in scenarios)
+
+
+def test_the_full_suite_learns_ten_minute_baselines_and_the_soak_is_long_and_clean():
+    assert all(s.baseline_s >= 600 and s.warmup_s > 0 for s in suite_scenarios("full"))
+    soak = suite_scenarios("soak")
+    assert all(s.clean for s in soak)
+    assert sum((s.duration_s - s.baseline_s) * len(s.hosts) for s in soak) / 3600 >= 10
 
 
 def test_the_full_suite_covers_every_fault_kind():
@@ -62,5 +81,5 @@ def test_an_unreadable_file_is_named(tmp_path):
 
 
 def test_an_unknown_suite_lists_the_suites():
-    with pytest.raises(ScenarioError, match="suite 'huge' is not one of full, quick"):
+    with pytest.raises(ScenarioError, match="suite 'huge' is not one of full, quick, soak"):
         suite_scenarios("huge")

@@ -1,338 +1,269 @@
+"""Strict lab scoring on hand-made incidents and truths: detection only by an incident that opens inside the fault
+(plus grace), chance recall, one time base for false alerts, per-window retransmission truth with balanced
+accuracy, faults without effect, sources, attribution by kind, and suites that add counts."""
+
 import math
 
 import pytest
 from hypothesis import given, strategies as st
 
 from sinks.clickhouse import LAB_SCORE_COLUMNS
-from stream_jobs.lab.scoring import (RunScore, combine, score_modes, score_rows, score_run, score_table,
-                                     window_agreement)
-from stream_jobs.lab.truth import (SUBSYSTEMS, FaultLabel, ReportedIncident, ReportedWindow, RetransmissionVerdict,
-                                   RunOutputs)
+from stream_jobs.lab.scoring import (JudgedTime, RunScore, combine, loss_dropped_within, rule_of_three,
+                                     run_score_from_record, run_score_record, score_modes, score_rows, score_run,
+                                     score_table)
+from stream_jobs.lab.truth import SUBSYSTEMS, FaultLabel, ReportedIncident, RetransmissionVerdict, RunOutputs
 
 S = 1_000_000_000
 T0_NS = 1_700_000_000 * S
 HOUR_S = 3600
 
 
-def fault(host, start_s, end_s, subsystem="cpu", kind="cpu_stress"):
-    return FaultLabel(kind, host, T0_NS + round(start_s * S), T0_NS + round(end_s * S), subsystem, 1.0)
+def fault(host, start_s, end_s, subsystem="cpu", kind="cpu_contention", took_effect=True, drops=()):
+    timeline = tuple((T0_NS + round(t * S), count) for t, count in drops)
+    return FaultLabel(kind, host, T0_NS + round(start_s * S), T0_NS + round(end_s * S), subsystem, 1.0, "",
+                      took_effect, {}, timeline)
 
 
-def incident(host, start_s, end_s, opened_s=None, subsystems=("cpu",)):
-    opened_s = start_s + 3 if opened_s is None else opened_s
-    return ReportedIncident(host, T0_NS + round(start_s * S), T0_NS + round(end_s * S), T0_NS + round(opened_s * S),
-                            tuple(subsystems))
+def incident(host, opened_s, subsystems=("cpu",), kind="anomaly", length_s=10):
+    return ReportedIncident(host, T0_NS + round((opened_s - 3) * S), T0_NS + round((opened_s + length_s) * S),
+                            T0_NS + round(opened_s * S), tuple(subsystems), 1.0, kind)
 
 
 def verdict(host, start_s, end_s, category):
     return RetransmissionVerdict(host, T0_NS + round(start_s * S), T0_NS + round(end_s * S), category)
 
 
-def window(host, start_s, end_s, flagged=True):
-    return ReportedWindow(host, T0_NS + round(start_s * S), T0_NS + round(end_s * S), flagged)
+def judged(start_s=0, end_s=HOUR_S, hosts=3):
+    return JudgedTime(T0_NS + round(start_s * S), T0_NS + round(end_s * S), hosts)
 
 
-def score(truth, incidents=(), retransmissions=(), hosts=3, duration_s=HOUR_S, **options):
+def score(truth, incidents=(), retransmissions=(), time=None):
     outputs = RunOutputs(incidents=list(incidents), retransmissions=list(retransmissions))
-    return score_run(truth, outputs, hosts=hosts, duration_s=duration_s, **options)
+    return score_run(truth, outputs, time or judged())
 
 
-# Event-wise precision, recall and F1
+def figures(*args, **kwargs):
+    return score(*args, **kwargs).figures()
 
 
-def test_two_of_three_faults_found_and_one_incident_on_the_wrong_host():
-    truth = [fault("h1", 10, 40), fault("h2", 10, 40), fault("h3", 100, 130)]
-    # The third incident covers h3's fault in time but sits on h1.
-    reported = [incident("h1", 12, 30), incident("h2", 20, 45), incident("h1", 105, 120)]
-    result = score(truth, reported)
-    figures = result.figures()
-    assert figures["recall"] == pytest.approx(2 / 3)
-    assert figures["precision"] == pytest.approx(2 / 3)
-    assert figures["f1"] == pytest.approx(2 / 3)
-    assert (result.found, result.missed, result.matched_incidents, result.false_positives) == (2, 1, 2, 1)
+# Detection: only an incident that opens inside the fault (or its grace) counts
+
+def test_an_incident_already_open_when_the_fault_starts_does_not_detect_it():
+    truth = [fault("h1", 100, 130)]
+    long_open = ReportedIncident("h1", T0_NS + 10 * S, T0_NS + 200 * S, T0_NS + 12 * S, ("cpu",))
+    result = figures(truth, [long_open])
+    assert result["strict_recall"] == 0.0 and result["detected"] == 0
+    assert math.isnan(result["delay_p50_s"])
 
 
-def test_f1_is_the_harmonic_mean_of_unequal_precision_and_recall():
-    # Recall 1/2, precision 1/1: F1 = 2·(1/2)·1 / (3/2) = 2/3.
-    figures = score([fault("h1", 0, 10), fault("h2", 0, 10)], [incident("h1", 1, 5)]).figures()
-    assert (figures["recall"], figures["precision"]) == (0.5, 1.0)
-    assert figures["f1"] == pytest.approx(2 / 3)
+@pytest.mark.parametrize("opened_s, detects", [(99.9, False), (100, True), (125, True), (140, True),
+                                               (140.5, False)])
+def test_the_detection_interval_runs_from_the_start_to_ten_seconds_after_the_end(opened_s, detects):
+    assert figures([fault("h1", 100, 130)], [incident("h1", opened_s)])["detected"] == detects
 
 
-def test_nothing_found_gives_zero_f1_and_no_incidents_gives_undefined_precision():
-    figures = score([fault("h1", 0, 10)]).figures()
-    assert figures["recall"] == 0.0
-    assert math.isnan(figures["precision"]) and math.isnan(figures["f1"])
-    missed_everything = score([fault("h1", 0, 10)], [incident("h2", 0, 10)]).figures()
-    assert (missed_everything["precision"], missed_everything["recall"], missed_everything["f1"]) == (0, 0, 0)
+def test_the_delay_is_the_opening_of_the_first_detecting_incident_minus_the_start():
+    truth = [fault("h1", 100, 130)]
+    result = figures(truth, [incident("h1", 112), incident("h1", 104)])
+    assert result["delay_p50_s"] == pytest.approx(4.0)
+    assert result["precision"] == 1.0
 
 
-def test_two_incidents_on_one_fault_find_it_once_and_are_both_true_positives():
-    result = score([fault("h1", 0, 60)], [incident("h1", 5, 10), incident("h1", 30, 40)])
-    assert (result.faults, result.found, result.incidents, result.matched_incidents) == (1, 1, 2, 2)
-    assert result.figures()["precision"] == 1.0
+def test_an_incident_on_another_host_neither_detects_nor_is_right():
+    result = figures([fault("h1", 100, 130)], [incident("h2", 105)])
+    assert result["strict_recall"] == 0.0 and result["precision"] == 0.0 and result["f1"] == 0.0
 
 
-def test_one_incident_spanning_two_faults_finds_both():
-    result = score([fault("h1", 0, 10), fault("h1", 20, 30)], [incident("h1", 5, 25)])
-    assert (result.found, result.matched_incidents) == (2, 1)
+def test_precision_counts_incidents_opened_in_the_judged_time_of_fault_runs():
+    truth = [fault("h1", 100, 130)]
+    during_baseline = incident("h2", 30)
+    result = figures(truth, [during_baseline, incident("h1", 103), incident("h3", 400)], time=judged(60, 600))
+    assert result["incidents"] == 2 and result["precision"] == 0.5
+    assert result["f1"] == pytest.approx(2 * 0.5 * 1.0 / 1.5)
 
 
-@pytest.mark.parametrize("incident_start_s, tolerance_s, is_found", [
-    (19.0, 5.0, True),             # inside the fault
-    (24.999999999, 5.0, True),     # one nanosecond inside the tolerance
-    (25.0, 5.0, False),            # exactly at the fault's end + tolerance
-    (20.0, 0.0, False),            # starts as the fault ends, no tolerance
-    (21.0, 2.0, True),
-    (21.0, 1.0, False),
-])
-def test_tolerance_after_the_fault_end(incident_start_s, tolerance_s, is_found):
-    result = score([fault("h1", 10, 20)], [incident("h1", incident_start_s, incident_start_s + 3)],
-                   tolerance_s=tolerance_s)
-    assert result.found == int(is_found) and result.matched_incidents == int(is_found)
+# Faults that did not take effect
+
+def test_a_fault_without_effect_is_left_out_of_recall_and_its_incidents_out_of_precision():
+    truth = [fault("h1", 100, 130), fault("h2", 200, 230, took_effect=False)]
+    result = score(truth, [incident("h1", 105), incident("h2", 205)])
+    assert result.figures()["faults_took_effect"] == 1 and result.figures()["faults"] == 2
+    assert result.figures()["strict_recall"] == 1.0 and result.figures()["precision"] == 1.0
 
 
-def test_no_tolerance_before_the_fault_start():
-    # An incident that closed exactly as the fault started shares no time with it.
-    result = score([fault("h1", 10, 20)], [incident("h1", 0, 10)], tolerance_s=5.0)
-    assert result.found == 0
+# Chance recall
+
+def test_chance_recall_is_what_the_runs_incident_rate_would_detect_by_accident():
+    truth = [fault("h1", 100, 130), fault("h2", 1000, 1030)]
+    strays = [incident(host, opened) for host, opened in (("h3", 500), ("h3", 2000), ("h2", 3000))]
+    result = figures(truth, strays, time=judged(0, 3600, hosts=3))
+    rate = 3 / (3 * 3600)
+    assert result["chance_recall"] == pytest.approx(1 - math.exp(-rate * 40))
+    assert result["strict_recall"] == 0.0
 
 
-def test_run_size_and_tolerance_are_validated():
-    with pytest.raises(ValueError, match="hosts is 0"):
-        score([], hosts=0)
-    with pytest.raises(ValueError, match="duration_s is 0"):
-        score([], duration_s=0)
-    with pytest.raises(ValueError, match="tolerance_s is -1"):
-        score([], tolerance_s=-1)
+def test_a_noisy_engine_gets_a_high_chance_recall_beside_its_recall():
+    truth = [fault("h1", 100, 130)]
+    storm = [incident(host, opened) for host in ("h1", "h2") for opened in range(50, 3600, 20)]
+    result = figures(truth, storm, time=judged(0, 3600, hosts=2))
+    assert result["strict_recall"] == 1.0 and result["chance_recall"] > 0.85
 
 
-# Detection delay
+# False alerts per host-hour: one time base
+
+def test_false_alerts_are_counted_and_divided_over_the_same_judged_time():
+    clean = figures([], [incident("h1", 30), incident("h1", 700), incident("h2", 1900)],
+                    time=judged(600, 2400, hosts=2))
+    assert clean["clean_host_hours"] == pytest.approx(2 * 1800 / 3600)
+    assert clean["false_alerts_per_host_hour"] == pytest.approx(2 / 1.0)
 
 
-def test_delay_median_and_p95_over_found_faults():
-    truth = [fault(f"h{n}", 0, 60) for n in range(5)]
-    reported = [incident(f"h{n}", 0, 30, opened_s=opened) for n, opened in enumerate([1, 2, 3, 4, 10])]
-    figures = score(truth, reported).figures()
-    assert figures["delay_p50_s"] == pytest.approx(3.0)
-    # Linear interpolation at rank 0.95 · 4 = 3.8 between 4 s and 10 s.
-    assert figures["delay_p95_s"] == pytest.approx(8.8)
+def test_a_quiet_clean_run_has_zero_false_alerts_and_the_rule_of_three_bounds_them():
+    clean = figures([], [], time=judged(600, 7800, hosts=6))
+    assert clean["false_alerts_per_host_hour"] == 0.0 and clean["clean_host_hours"] == pytest.approx(12.0)
+    assert rule_of_three(12.0) == pytest.approx(0.25)
 
 
-def test_delay_uses_the_earliest_opened_matching_incident():
-    reported = [incident("h1", 20, 30, opened_s=22), incident("h1", 11, 15, opened_s=13)]
-    assert score([fault("h1", 10, 40)], reported).delays_s == (3.0,)
+def test_fault_runs_add_no_false_alert_hours():
+    result = figures([fault("h1", 100, 130)], [incident("h2", 500)])
+    assert math.isnan(result["false_alerts_per_host_hour"]) and result["clean_host_hours"] == 0.0
 
 
-def test_an_incident_open_before_the_fault_gives_zero_delay():
-    assert score([fault("h1", 10, 40)], [incident("h1", 0, 30, opened_s=3)]).delays_s == (0.0,)
+def test_judged_time_is_validated():
+    with pytest.raises(ValueError, match="hosts"):
+        JudgedTime(0, 10, 0)
+    with pytest.raises(ValueError, match="ends"):
+        JudgedTime(10, 10, 2)
 
 
-def test_delays_are_undefined_without_found_faults():
-    figures = score([fault("h1", 0, 10)]).figures()
-    assert math.isnan(figures["delay_p50_s"]) and math.isnan(figures["delay_p95_s"])
+# Sources
+
+def test_each_source_is_scored_on_its_own_incidents():
+    truth = [fault("h1", 100, 130, "network", "packet_loss")]
+    reported = [incident("h1", 104, ("network",), kind="retransmissions"), incident("h2", 300, kind="peer"),
+                incident("h1", 90, kind="anomaly")]
+    result = score(truth, reported).summary()
+    by_source = result["by_source"]
+    assert by_source["retransmissions"]["strict_recall"] == 1.0 and by_source["retransmissions"]["precision"] == 1.0
+    assert by_source["peer"]["strict_recall"] == 0.0 and by_source["peer"]["precision"] == 0.0
+    assert by_source["host_detectors"]["strict_recall"] == 0.0
+    assert math.isnan(by_source["regime"]["precision"])
+    assert result["strict_recall"] == 1.0 and result["precision"] == pytest.approx(1 / 3)
+
+
+def test_clean_false_alerts_are_split_by_source():
+    clean = score([], [incident("h1", 100, kind="peer"), incident("h1", 200, kind="peer"),
+                       incident("h2", 300, kind="regime")], time=judged(0, 3600, hosts=1)).summary()
+    assert clean["by_source"]["peer"]["false_alerts_per_host_hour"] == 2.0
+    assert clean["by_source"]["regime"]["false_alerts_per_host_hour"] == 1.0
+    assert clean["by_source"]["host_detectors"]["false_alerts_per_host_hour"] == 0.0
+    assert clean["false_alerts_per_host_hour"] == 3.0
 
 
 # Attribution
 
-
-def test_attribution_top1_and_top3():
-    truth = [fault("h1", 0, 10, "network"), fault("h2", 0, 10, "network"), fault("h3", 0, 10, "network")]
-    reported = [incident("h1", 0, 10, subsystems=("network", "cpu")),
-                incident("h2", 0, 10, subsystems=("cpu", "gpu", "network")),
-                incident("h3", 0, 10, subsystems=("cpu", "gpu", "memory", "network"))]
-    figures = score(truth, reported).figures()
-    assert figures["attribution_top1"] == pytest.approx(1 / 3)
-    assert figures["attribution_top3"] == pytest.approx(2 / 3)
-
-
-def test_attribution_is_judged_on_the_earliest_matching_incident_over_found_faults_only():
-    truth = [fault("h1", 10, 40, "memory"), fault("h2", 10, 40, "memory")]
-    reported = [incident("h1", 11, 20, opened_s=14, subsystems=("cpu",)),
-                incident("h1", 21, 30, opened_s=24, subsystems=("memory",))]
-    figures = score(truth, reported).figures()
-    assert (figures["attribution_top1"], figures["attribution_top3"]) == (0.0, 0.0)
+def test_attribution_is_judged_on_the_first_detecting_incident_per_fault_kind():
+    truth = [fault("h1", 100, 130, "network", "packet_loss"), fault("h2", 200, 230, "cpu", "cpu_contention"),
+             fault("h3", 300, 330, "storage", "storage_burst")]
+    reported = [incident("h1", 103, ("network",)), incident("h1", 110, ("cpu",)),
+                incident("h2", 205, ("memory", "cpu")), incident("h3", 305, ("cpu", "memory", "network", "storage"))]
+    result = score(truth, reported).summary()
+    assert result["attribution_top1"] == pytest.approx(1 / 3) and result["attribution_top3"] == pytest.approx(2 / 3)
+    by_kind = result["attribution_by_kind"]
+    assert by_kind["packet_loss"]["attribution_top1"] == 1.0
+    assert by_kind["cpu_contention"] == {"detected": 1.0, "attribution_top1": 0.0, "attribution_top3": 1.0}
+    assert by_kind["storage_burst"]["attribution_top3"] == 0.0
 
 
-def test_an_incident_without_subsystems_attributes_nothing():
-    figures = score([fault("h1", 0, 10)], [incident("h1", 0, 10, subsystems=())]).figures()
-    assert figures["attribution_top1"] == 0.0 and figures["recall"] == 1.0
+# Retransmissions: per-window truth, balanced accuracy
+
+LOSS = fault("h1", 100, 130, "network", "packet_loss", drops=((100, 0), (105, 0), (110, 4), (115, 9), (130, 9)))
 
 
-# False alerts on clean runs
+def test_windows_count_as_fault_induced_only_where_the_drop_counter_grew():
+    assert loss_dropped_within([LOSS], "h1", T0_NS + 104 * S, T0_NS + 107 * S)
+    assert not loss_dropped_within([LOSS], "h1", T0_NS + 101 * S, T0_NS + 104 * S)
+    assert not loss_dropped_within([LOSS], "h1", T0_NS + 116 * S, T0_NS + 129 * S)
+    assert not loss_dropped_within([LOSS], "h2", T0_NS + 104 * S, T0_NS + 107 * S)
 
 
-def test_clean_run_false_alerts_per_host_hour():
-    # 2 hosts × 30 min = 1 host-hour; 4 incidents.
-    figures = score([], [incident("h1", 0, 5), incident("h1", 100, 105), incident("h2", 7, 9),
-                         incident("h2", 400, 410)], hosts=2, duration_s=1800).figures()
-    assert figures["false_alerts_per_host_hour"] == pytest.approx(4.0)
-    assert figures["precision"] == 0.0 and math.isnan(figures["recall"])
+def test_always_answering_workload_intrinsic_scores_half_not_most():
+    windows = [verdict("h1", 104, 107, "workload-intrinsic"), verdict("h1", 110, 113, "workload-intrinsic")]
+    windows += [verdict("h2", start, start + 3, "workload-intrinsic") for start in range(100, 130)]
+    result = figures([LOSS], retransmissions=windows)
+    assert result["retransmission_recall_fault_induced"] == 0.0
+    assert result["retransmission_recall_workload_intrinsic"] == 1.0
+    assert result["retransmission_balanced_accuracy"] == 0.5
 
 
-def test_a_quiet_clean_run_has_zero_false_alerts():
-    assert score([], hosts=4, duration_s=600).figures()["false_alerts_per_host_hour"] == 0.0
+def test_a_missed_loss_window_counts_even_when_the_classifier_saw_nothing():
+    windows = [verdict("h1", 110, 113, "none"), verdict("h1", 120, 123, "none"),
+               verdict("h2", 110, 113, "fault-induced"), verdict("h3", 110, 113, "workload-intrinsic")]
+    result = figures([LOSS], retransmissions=windows)
+    assert result["retransmission_windows_judged"] == 3
+    assert result["retransmission_recall_fault_induced"] == 0.0
+    assert result["retransmission_recall_workload_intrinsic"] == 0.5
 
 
-def test_false_alerts_are_undefined_without_a_clean_run_and_fault_runs_do_not_add_to_them():
-    fault_run = score([fault("h1", 0, 10)], [incident("h2", 100, 110)] * 5, hosts=3, duration_s=HOUR_S)
-    assert math.isnan(fault_run.figures()["false_alerts_per_host_hour"])
-    clean_run = score([], [incident("h1", 0, 5)], hosts=1, duration_s=HOUR_S / 2)
-    assert combine([fault_run, clean_run]).figures()["false_alerts_per_host_hour"] == pytest.approx(2.0)
-
-
-# Retransmission classification
-
-
-def test_retransmission_accuracy_over_judged_verdicts():
-    truth = [fault("h1", 10, 20, "network", "packet_loss"), fault("h2", 10, 20, "network", "bandwidth_limit")]
-    verdicts = [verdict("h1", 12, 15, "fault-induced"),          # right: packet loss on h1
-                verdict("h1", 17, 20, "workload-intrinsic"),     # wrong: still inside the loss
-                verdict("h1", 20, 23, "fault-induced"),          # wrong: starts as the loss ends
-                verdict("h2", 12, 15, "workload-intrinsic"),     # right: a network fault, but not packet loss
-                verdict("h3", 12, 15, "workload-intrinsic"),     # right: no fault on h3
-                verdict("h1", 13, 16, "none")]                   # not judged
-    figures = score(truth, retransmissions=verdicts).figures()
-    assert figures["retransmissions_judged"] == 5
-    assert figures["retransmission_accuracy"] == pytest.approx(3 / 5)
-
-
-def test_packet_loss_filed_under_another_subsystem_does_not_make_retransmissions_fault_induced():
-    truth = [fault("h1", 10, 20, "cpu", "packet_loss")]
-    figures = score(truth, retransmissions=[verdict("h1", 12, 15, "fault-induced")]).figures()
-    assert figures["retransmission_accuracy"] == 0.0
-
-
-def test_retransmission_accuracy_is_undefined_when_nothing_was_judged():
-    figures = score([], retransmissions=[verdict("h1", 0, 3, "none")]).figures()
-    assert figures["retransmissions_judged"] == 0 and math.isnan(figures["retransmission_accuracy"])
+def test_a_loss_fault_without_samples_counts_its_whole_interval_when_it_took_effect():
+    old = fault("h1", 100, 130, "network", "packet_loss")
+    result = figures([old], retransmissions=[verdict("h1", 110, 113, "fault-induced"),
+                                             verdict("h1", 200, 203, "workload-intrinsic")])
+    assert result["retransmission_balanced_accuracy"] == 1.0
 
 
 def test_an_unknown_retransmission_category_is_rejected():
-    with pytest.raises(ValueError, match="'lossy' is not one of"):
-        score([], retransmissions=[verdict("h1", 0, 3, "lossy")])
+    with pytest.raises(ValueError, match="category"):
+        score([], retransmissions=[verdict("h1", 0, 3, "maybe")])
 
 
-# Suites and threshold modes
+# Modes, suites, tables and rows
+
+def test_each_threshold_mode_is_scored_on_its_own_outputs():
+    truth = [fault("h1", 100, 130)]
+    scores = score_modes(truth, {"calibrated": RunOutputs([incident("h1", 105)]), "paper": RunOutputs([])},
+                         judged())
+    assert scores["calibrated"].figures()["strict_recall"] == 1.0 and scores["paper"].figures()["strict_recall"] == 0
 
 
 def test_a_suite_sums_counts_rather_than_averaging_ratios():
-    small = score([fault("h1", 0, 10)], [incident("h1", 0, 10)])
-    large = score([fault("h1", 0, 10), fault("h2", 0, 10), fault("h3", 0, 10)],
-                  [incident("h1", 50, 60), incident("h2", 50, 60), incident("h3", 50, 60)])
-    figures = combine([small, large]).figures()
-    # Averaging the runs' ratios would give (1 + 0) / 2 = 0.5 for both.
-    assert figures["recall"] == pytest.approx(1 / 4)
-    assert figures["precision"] == pytest.approx(1 / 4)
-    assert (figures["faults"], figures["found"], figures["incidents"]) == (4, 1, 4)
-
-
-def test_a_suite_pools_delays():
-    first = score([fault("h1", 0, 60)], [incident("h1", 0, 30, opened_s=2)])
-    second = score([fault("h1", 0, 60), fault("h2", 0, 60)],
-                   [incident("h1", 0, 30, opened_s=4), incident("h2", 0, 30, opened_s=9)])
-    suite = combine([first, second])
-    assert sorted(suite.delays_s) == [2.0, 4.0, 9.0]
-    assert suite.figures()["delay_p50_s"] == 4.0
+    first = score([fault("h1", 100, 130)], [incident("h1", 105)])
+    second = score([fault("h1", 100, 130)], [incident("h2", 50 + i) for i in range(9)])
+    clean = score([], [incident("h1", 100)], time=judged(0, 3600, hosts=2))
+    suite = combine([first, second, clean]).figures()
+    assert suite["strict_recall"] == 0.5 and suite["precision"] == pytest.approx(1 / 10)
+    assert suite["false_alerts_per_host_hour"] == 0.5 and suite["faults"] == 2
 
 
 def test_an_empty_suite_has_no_figures():
-    figures = combine([]).figures()
-    assert figures["faults"] == 0
-    assert all(math.isnan(figures[name]) for name in ("precision", "recall", "f1", "delay_p50_s",
-                                                      "false_alerts_per_host_hour", "retransmission_accuracy"))
+    assert all(math.isnan(value) or value == 0 for value in combine([]).figures().values())
 
 
-def test_figures_have_stable_names():
-    assert list(RunScore().figures()) == [
-        "precision", "recall", "f1", "delay_p50_s", "delay_p95_s", "attribution_top1", "attribution_top3",
-        "false_alerts_per_host_hour", "retransmission_accuracy", "retransmissions_judged", "faults", "found",
-        "incidents"]
+def test_counts_survive_their_json_form():
+    original = score([LOSS, fault("h2", 200, 230)], [incident("h1", 104, ("network",), kind="retransmissions")],
+                     [verdict("h1", 110, 113, "fault-induced")])
+    assert run_score_from_record(run_score_record(original)) == original
 
 
-def test_each_threshold_mode_is_scored_on_its_own_outputs():
-    truth = [fault("h1", 10, 20)]
-    scores = score_modes(truth, {"calibrated": RunOutputs(incidents=[incident("h1", 12, 18)]),
-                                 "paper": RunOutputs(incidents=[incident("h1", 12, 18), incident("h2", 0, 3)])},
-                         hosts=2, duration_s=60)
-    assert list(scores) == ["calibrated", "paper"]
-    assert scores["calibrated"].figures()["precision"] == 1.0
-    assert scores["paper"].figures()["precision"] == 0.5
+def test_figures_start_with_the_headline_keys():
+    names = list(RunScore().figures())
+    assert names[:10] == ["strict_recall", "chance_recall", "precision", "f1", "delay_p50_s",
+                          "false_alerts_per_host_hour", "clean_host_hours", "retransmission_balanced_accuracy",
+                          "attribution_top1", "faults_took_effect"]
 
 
-# Window-setting agreement
-
-
-def test_identical_settings_agree_fully():
-    windows = [window("h1", 0, 3), window("h1", 1, 4), window("h2", 10, 13), window("h2", 20, 23, flagged=False)]
-    figures = window_agreement({"3s/1s": windows, "5s/2s": list(windows)})
-    assert figures == {"agreement_5s/2s_iou": 1.0, "agreement_5s/2s_hit_count": 1.0,
-                       "agreement_5s/2s_hit_length": 1.0, "agreement_5s/2s_hit_count_reverse": 1.0,
-                       "agreement_5s/2s_hit_length_reverse": 1.0}
-
-
-def test_disjoint_settings_do_not_agree():
-    figures = window_agreement({"3s/1s": [window("h1", 0, 3)], "1.5s/0.5s": [window("h1", 10, 11.5)]})
-    assert set(figures.values()) == {0.0}
-
-
-def test_the_same_time_on_different_hosts_does_not_agree():
-    figures = window_agreement({"3s/1s": [window("h1", 0, 3)], "1.5s/0.5s": [window("h2", 0, 3)]})
-    assert figures["agreement_1.5s/0.5s_iou"] == 0.0
-
-
-def test_agreement_is_pooled_over_hosts_in_both_directions():
-    # Reference: h1 [0,4), h2 [10,13) → 7 s in 2 segments. Setting: h1 [2,6), h2 [20,22) → 6 s in 2 segments.
-    # Shared: h1 [2,4) = 2 s. Pooled IoU = 2 / (7 + 6 − 2); averaging per host would give (1/3 + 0) / 2.
-    reference = [window("h1", 0, 3), window("h1", 1, 4), window("h2", 10, 13), window("h1", 30, 33, flagged=False)]
-    setting = [window("h1", 2, 5), window("h1", 5, 6), window("h2", 20, 22)]
-    figures = window_agreement({"1.5s/0.5s": setting, "3s/1s": reference})
-    assert figures["agreement_1.5s/0.5s_iou"] == pytest.approx(2 / 11)
-    assert figures["agreement_1.5s/0.5s_hit_count"] == pytest.approx(1 / 2)
-    assert figures["agreement_1.5s/0.5s_hit_length"] == pytest.approx(2 / 7)
-    assert figures["agreement_1.5s/0.5s_hit_count_reverse"] == pytest.approx(1 / 2)
-    assert figures["agreement_1.5s/0.5s_hit_length_reverse"] == pytest.approx(2 / 6)
-
-
-def test_every_setting_is_compared_with_the_reference():
-    windows = [window("h1", 0, 3)]
-    figures = window_agreement({"3s/1s": windows, "1.5s/0.5s": windows, "5s/2s": []})
-    assert {name.rsplit("_", 1)[0] for name in figures if name.endswith("_iou")} == {
-        "agreement_1.5s/0.5s", "agreement_5s/2s"}
-    assert figures["agreement_5s/2s_iou"] == 0.0 and figures["agreement_5s/2s_hit_count_reverse"] == 0.0
-
-
-def test_a_missing_reference_setting_is_an_error():
-    with pytest.raises(ValueError, match=r"reference setting '3s/1s' is not among \['5s/2s'\]"):
-        window_agreement({"5s/2s": []})
-
-
-# Printing and storing
-
-
-def test_score_table_lays_modes_side_by_side():
-    table = score_table({"calibrated": {"precision": 2 / 3, "faults": 12.0, "false_alerts_per_host_hour": math.nan},
-                         "paper": {"precision": 0.25, "faults": 12.0, "false_alerts_per_host_hour": 1.5}})
-    lines = table.splitlines()
-    assert lines[0].split() == ["metric", "calibrated", "paper"]
-    assert [line.split() for line in lines[1:]] == [["precision", "0.667", "0.250"], ["faults", "12", "12"],
-                                                    ["false_alerts_per_host_hour", "n/a", "1.500"]]
-    assert len({len(line) for line in lines}) == 1
-
-
-def test_score_table_marks_a_metric_one_mode_lacks():
-    lines = score_table({"calibrated": {"recall": 1.0}, "paper": {"recall": 0.5, "f1": 0.5}}).splitlines()
-    assert lines[2].split() == ["f1", "n/a", "0.500"]
+def test_score_table_lays_modes_side_by_side_with_sources():
+    summary = score([fault("h1", 100, 130)], [incident("h1", 105, kind="peer")]).summary()
+    table = score_table({"calibrated": summary, "paper": summary}).splitlines()
+    assert table[0].split() == ["figure", "calibrated", "paper"]
+    assert any(line.split()[:3] == ["peer.strict_recall", "1.000", "1.000"] for line in table)
 
 
 def test_score_rows_match_the_lab_scores_columns():
-    rows = score_rows("run-7", "packet_loss", {"calibrated": {"recall": 0.5, "faults": 2.0},
-                                               "paper": {"recall": 1.0}})
-    assert all(len(row) == len(LAB_SCORE_COLUMNS) for row in rows)
+    rows = score_rows("run-7", "loss", {"calibrated": {"strict_recall": 0.5, "by_source": {"peer": {"precision": 0.25}}}})
     assert [dict(zip(LAB_SCORE_COLUMNS, row)) for row in rows] == [
-        {"run_id": "run-7", "scenario": "packet_loss", "thresholds": "calibrated", "metric": "recall", "value": 0.5},
-        {"run_id": "run-7", "scenario": "packet_loss", "thresholds": "calibrated", "metric": "faults", "value": 2.0},
-        {"run_id": "run-7", "scenario": "packet_loss", "thresholds": "paper", "metric": "recall", "value": 1.0}]
+        {"run_id": "run-7", "scenario": "loss", "thresholds": "calibrated", "metric": "strict_recall", "value": 0.5},
+        {"run_id": "run-7", "scenario": "loss", "thresholds": "calibrated", "metric": "peer.precision", "value": 0.25}]
 
 
 # Properties
@@ -342,40 +273,39 @@ HOSTS = ("h1", "h2", "h3")
 
 @st.composite
 def faults(draw):
-    start_s = draw(st.integers(0, 300))
+    start_s = draw(st.integers(0, 3000))
     return fault(draw(st.sampled_from(HOSTS)), start_s, start_s + draw(st.integers(1, 60)),
-                 draw(st.sampled_from(SUBSYSTEMS)))
+                 draw(st.sampled_from(SUBSYSTEMS)), took_effect=draw(st.booleans()))
 
 
 @st.composite
 def incidents(draw):
-    start_s = draw(st.integers(0, 300))
-    end_s = start_s + draw(st.integers(1, 60))
     subsystems = draw(st.lists(st.sampled_from(SUBSYSTEMS), max_size=5, unique=True))
-    return incident(draw(st.sampled_from(HOSTS)), start_s, end_s, draw(st.integers(start_s, end_s)), subsystems)
+    return incident(draw(st.sampled_from(HOSTS)), draw(st.integers(0, 3500)), subsystems,
+                    draw(st.sampled_from(["anomaly", "peer", "retransmissions", "regime"])))
 
 
 def _is_rate(value):
     return math.isnan(value) or 0.0 <= value <= 1.0
 
 
-@given(st.lists(faults(), max_size=6), st.lists(incidents(), max_size=8), incidents())
+@given(st.lists(faults(), min_size=1, max_size=6), st.lists(incidents(), max_size=8), incidents())
 def test_rates_stay_in_bounds_and_another_incident_never_lowers_recall(truth, reported, extra):
-    before = score(truth, reported)
-    after = score(truth, reported + [extra])
-    for name in ("precision", "recall", "f1", "attribution_top1", "attribution_top3"):
-        assert _is_rate(before.figures()[name])
-    assert before.found <= before.faults and before.matched_incidents <= before.incidents
-    assert before.attribution_top1_hits <= before.attribution_top3_hits <= before.found
-    assert all(delay >= 0 for delay in before.delays_s) and len(before.delays_s) == before.found
-    assert after.found >= before.found
+    before, after = score(truth, reported), score(truth, reported + [extra])
+    values = before.figures()
+    for name in ("strict_recall", "chance_recall", "precision", "f1", "attribution_top1", "attribution_top3"):
+        assert _is_rate(values[name])
+    overall = before.overall
+    assert overall.detected <= overall.faults and overall.detecting_incidents <= overall.incidents
+    assert all(delay >= 0 for delay in overall.delays_s) and len(overall.delays_s) == overall.detected
+    assert after.overall.detected >= overall.detected
 
 
 @given(st.lists(st.tuples(st.lists(faults(), max_size=4), st.lists(incidents(), max_size=4)), max_size=4))
 def test_a_suite_counts_what_its_runs_count(runs):
     scores = [score(truth, reported) for truth, reported in runs]
     suite = combine(scores)
-    assert suite.faults == sum(run.faults for run in scores)
-    assert suite.found == sum(run.found for run in scores)
-    assert suite.false_positives == sum(run.false_positives for run in scores)
-    assert len(suite.delays_s) == suite.found
+    assert suite.overall.faults == sum(run.overall.faults for run in scores)
+    assert suite.overall.detected == sum(run.overall.detected for run in scores)
+    assert suite.overall.clean_incidents == sum(run.overall.clean_incidents for run in scores)
+    assert len(suite.overall.delays_s) == suite.overall.detected

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from stream_jobs.lab.workloads import (ClientSettings, Endpoint, PeerUnreachable, Stop, connect_ring, ensure_files,
-                                       listen, main, request_rate, ring_allreduce)
+                                       epoch_order, listen, main, request_rate, ring_allreduce)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -202,6 +202,40 @@ def test_command_line_rejects_bad_options(argv, capsys):
         main(argv)
     assert exited.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_ranks_given_a_matmul_count_do_the_same_work_with_evaluation_passes_and_checkpoints(tmp_path):
+    peers = f"{LOCAL}:{free_port()},{LOCAL}:{free_port()}"
+    logs = [tmp_path / f"rank{rank}.jsonl" for rank in range(2)]
+    ranks = [start_workload("train", "--rank", rank, "--peers", peers, "--gradient-mb", 0.25, "--matmuls", 3,
+                            "--accelerator-ms", 20, "--eval-every", 3, "--eval-steps", 2, "--checkpoint-every", 4,
+                            "--checkpoint-mb", 1, "--checkpoint-dir", tmp_path / "ckpt", "--duration", 20,
+                            "--log", logs[rank]) for rank in range(2)]
+    for rank in range(2):
+        wait_for_lines(logs[rank], 14, timeout_s=15.0)
+    for process in ranks:
+        process.send_signal(signal.SIGTERM)
+    for rank, process in enumerate(ranks):
+        status, stderr = finish(process)
+        assert status == 0, stderr
+        assert "3 matmuls per step" in stderr
+        lines = read_lines(logs[rank])
+        evals = [line["step"] for line in lines if line.get("phase") == "eval"]
+        checkpoints = [line for line in lines if line.get("phase") == "checkpoint"]
+        assert evals[:2] == [3, 6] and [c["step"] for c in checkpoints][:1] == [4]
+        assert checkpoints[0]["bytes"] == 1 << 20
+        assert (tmp_path / "ckpt" / f"rank-{rank}.ckpt").stat().st_size == 1 << 20
+
+
+def test_each_epoch_reads_every_file_once_in_its_own_seeded_order():
+    first, second = epoch_order(16, 0, seed=5), epoch_order(16, 1, seed=5)
+    assert sorted(first) == sorted(second) == list(range(16))
+    assert first != second and first == epoch_order(16, 0, seed=5) and first != epoch_order(16, 0, seed=6)
+
+
+def test_checkpoints_need_a_folder():
+    with pytest.raises(SystemExit):
+        main(["train", "--rank", "0", "--peers", "127.0.0.1:1,127.0.0.1:2", "--checkpoint-every", "5"])
 
 
 def test_stop_ends_a_wait_at_the_deadline():
