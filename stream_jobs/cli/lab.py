@@ -22,10 +22,11 @@ def register(commands) -> None:
                     "nftables.")
     labs = parser.add_subparsers(dest="lab", required=True, metavar="ACTION")
     run = labs.add_parser("run", help="run a suite or scenario files, then score them",
-                          description="Run each scenario (its hosts, workloads and faults), replay its telemetry "
-                                      "through the engine with calibrated and paper thresholds and three window "
-                                      "settings, store everything in RUN/clickhouse, and print the scores per run and "
-                                      "for the whole set. Built-in suites: " + ", ".join(_suites()) + ".")
+                          description="Run each scenario (its hosts, workloads and faults, each fault measured "
+                                      "while in force), replay its telemetry through the engine with calibrated and "
+                                      "paper thresholds, store everything in RUN/clickhouse, score strictly and print "
+                                      "the scores per run and for the whole set (also in OUT/scores.json). Built-in "
+                                      "suites: " + ", ".join(_suites()) + ".")
     source = run.add_mutually_exclusive_group(required=True)
     source.add_argument("--suite", choices=_suites(), help="a built-in suite of scenarios")
     source.add_argument("--scenario", nargs="+", metavar="FILE.toml", help="scenario files to run")
@@ -42,6 +43,9 @@ def register(commands) -> None:
                           "run beside it; default: 1024)")
     run.add_argument("--f1-floor", type=float, default=None, metavar="F",
                      help="exit 1 when the set's strict F1 with calibrated thresholds falls below F")
+    run.add_argument("--require-replay-match", action="store_true",
+                     help="exit 1 when, for a run through Kafka, the replay of its recordings does not tell of exactly "
+                          "the incidents the worker stored")
     run.set_defaults(handler=handle_run)
     rescore = labs.add_parser(
         "rescore", help="replay recorded runs through the engine as it is now and score them",
@@ -92,11 +96,17 @@ def handle_run(args) -> int:
         _ingest_in_child(run_dir)
         run_dirs.append(run_dir)
     f1 = _print_scores(run_dirs, f"suite {args.suite}" if args.suite else "scenarios", out)
+    failed = False
     if args.f1_floor is not None:
         verdict = "holds" if f1 >= args.f1_floor else "is BELOW"
         _say(f"lab: strict F1 (calibrated) {f1:.3f} {verdict} the floor {args.f1_floor:g}")
-        return 0 if f1 >= args.f1_floor else 1
-    return 0
+        failed |= f1 < args.f1_floor
+    if args.require_replay_match:
+        unmatched = [run_dir.name for run_dir in run_dirs if _replay_unmatched(run_dir)]
+        if unmatched:
+            _say(f"lab: the replay of {', '.join(unmatched)} does not reproduce the live incidents")
+        failed |= bool(unmatched)
+    return 1 if failed else 0
 
 
 def handle_rescore(args) -> int:
@@ -177,7 +187,7 @@ def _print_scores(run_dirs: list[Path], title: str, out: Path | None) -> float:
         summary, scores = run_scores(run_dir)
         print(f"\n{summary['scenario']} ({summary['run_id']}, {summary['outputs']} outputs, "
               f"{summary['hosts']} hosts, {summary['judged_s']:.0f} s judged){_agreement_text(summary)}:\n"
-              f"{score_table(summary['scores'])}")
+              f"{_effects_text(summary)}{score_table(summary['scores'])}")
         for mode, score in scores.items():
             per_mode.setdefault(mode, []).append(score)
     combined = {mode: combine(scores) for mode, scores in per_mode.items()}
@@ -191,6 +201,20 @@ def _print_scores(run_dirs: list[Path], title: str, out: Path | None) -> float:
         _say(f"lab: the set's scores are in {out / 'scores.json'}")
     f1 = summaries.get("calibrated", {}).get("f1", math.nan)
     return 0.0 if math.isnan(f1) else f1
+
+
+def _effects_text(summary: dict) -> str:
+    """What the faults did, as the run's truth and telemetry show it, a line each."""
+    from stream_jobs.lab.effects import CounterRates
+
+    lines = [f"  fault without effect (left out of recall): {name}" for name in summary.get("faults_without_effect", [])]
+    lines += [f"  {CounterRates(**rates).describe()}" for rates in summary.get("fault_effects", [])]
+    return "".join(line + "\n" for line in lines)
+
+
+def _replay_unmatched(run_dir: Path) -> bool:
+    summary = json.loads((run_dir / "scores.json").read_text())
+    return summary.get("replay_matches_live") is False
 
 
 def _agreement_text(summary: dict) -> str:

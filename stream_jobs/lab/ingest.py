@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -21,6 +21,7 @@ from schemas.records import Alert, Anomaly, Frame
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.rows import catalog_row, frame_row
 from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.lab.effects import fault_rates
 from stream_jobs.lab.replay import ReplayResult, incidents, merged_recordings, replay, reported
 from stream_jobs.lab.scoring import (NS_PER_S, JudgedTime, RunScore, run_score_from_record, run_score_record,
                                      score_modes, score_rows)
@@ -47,6 +48,11 @@ class RecordedRun:
         started = self.meta["started_ns"]
         return JudgedTime(started + round(self.meta["baseline_s"] * NS_PER_S),
                           started + round(self.meta["duration_s"] * NS_PER_S), len(self.meta["hosts"]))
+
+    @property
+    def baseline(self) -> tuple[int, int]:
+        """From t = 0 of the run to the end of its baseline, in ns since the epoch."""
+        return self.meta["started_ns"], self.judged.start_ns
 
     def settings(self, mode: str) -> EngineSettings:
         return engine_settings_for(self.meta["baseline_s"], mode, self.meta["seed"])
@@ -129,6 +135,8 @@ def _summary(run: RecordedRun, scores: dict[str, RunScore], outputs: str) -> dic
             "pipeline": run.meta.get("pipeline", "embedded"), "outputs": outputs,
             "judged_s": (judged.end_ns - judged.start_ns) / NS_PER_S, "hosts": judged.hosts,
             "faults_without_effect": [label.description or label.fault for label in run.truth if not label.took_effect],
+            "fault_effects": [asdict(rates) for rates in
+                              fault_rates(run.truth, {path.stem: path for path in run.recordings}, run.baseline)],
             "scores": {mode: score.summary() for mode, score in scores.items()},
             "counts": {mode: run_score_record(score) for mode, score in scores.items()}}
 
