@@ -48,12 +48,13 @@ def write_run(dsn: str, database: str = "reveal") -> None:
             runner.on_frame(frames[host][index])
     runner.close()
     writer.add("lab_faults", [
-        ["run-1", "cpu-hog", "cpu_contention", "alpha", T0 + 60 * 10**9, T0 + 120 * 10**9, "cpu", 2.0, "2 workers"],
+        ["run-1", "cpu-hog", "cpu_contention", "alpha", T0 + 60 * 10**9, T0 + 120 * 10**9, "cpu", 2.0, "2 workers",
+         True, '{"cpu_seconds_taken": 110.0}'],
         ["run-1", "cpu-hog", "rx_flood", HOSTILE_HOST, T0 + 80 * 10**9, T0 + 120 * 10**9, "network", 5e6,
-         HOSTILE_DESCRIPTION]])
+         HOSTILE_DESCRIPTION, True, ""]])
     writer.add("lab_scores", [["run-1", "cpu-hog", mode, metric, value] for mode, metric, value in (
-        ("calibrated", "precision", 0.91), ("calibrated", "recall", 0.88),
-        ("paper", "precision", 0.42), ("paper", "recall", 0.97))])
+        ("calibrated", "precision", 0.91), ("calibrated", "strict_recall", 0.88),
+        ("paper", "precision", 0.42), ("paper", "strict_recall", 0.97))])
     writer.close()
 
 
