@@ -55,7 +55,7 @@ def register(commands) -> None:
                     "(a run's first, live scoring is kept as RUN/scores-live.json) and the set's scores.json; print "
                     "the tables. A RUN may also be a folder of runs (a suite's --out). Nothing else is changed.")
     rescore.add_argument("runs", nargs="+", metavar="RUN")
-    rescore.add_argument("--jobs", type=int, default=0, metavar="N",
+    rescore.add_argument("--jobs", type=_positive_int, default=0, metavar="N",
                          help="runs replayed at once (default: one per CPU core)")
     rescore.add_argument("--out", default=None, metavar="DIR",
                          help="where the set's scores.json goes (default: the runs' common folder)")
@@ -86,7 +86,7 @@ def handle_run(args) -> int:
         _check_broker(args.bootstrap)
     scenarios = suite_scenarios(args.suite) if args.suite else [load_scenario(p) for p in args.scenario]
     out = Path(args.out or f"lab-runs/{args.suite or 'scenarios'}-{time.strftime('%Y%m%d-%H%M%S')}")
-    total = sum(s.duration_s for s in scenarios)
+    total = sum(s.warmup_s + s.duration_s for s in scenarios)
     _say(f"lab: {len(scenarios)} scenarios, about {total / 60:.1f} minutes of runs, "
          f"{'embedded' if pipeline.embedded else 'through Kafka at ' + args.bootstrap}; results in {out}")
     run_dirs = []
@@ -96,17 +96,23 @@ def handle_run(args) -> int:
         _ingest_in_child(run_dir)
         run_dirs.append(run_dir)
     f1 = _print_scores(run_dirs, f"suite {args.suite}" if args.suite else "scenarios", out)
-    failed = False
-    if args.f1_floor is not None:
-        verdict = "holds" if f1 >= args.f1_floor else "is BELOW"
-        _say(f"lab: strict F1 (calibrated) {f1:.3f} {verdict} the floor {args.f1_floor:g}")
-        failed |= f1 < args.f1_floor
-    if args.require_replay_match:
-        unmatched = [run_dir.name for run_dir in run_dirs if _replay_unmatched(run_dir)]
-        if unmatched:
-            _say(f"lab: the replay of {', '.join(unmatched)} does not reproduce the live incidents")
-        failed |= bool(unmatched)
-    return 1 if failed else 0
+    below_floor = args.f1_floor is not None and not _holds_floor(f1, args.f1_floor)
+    unmatched = args.require_replay_match and not _replays_match(run_dirs)
+    return 1 if below_floor or unmatched else 0
+
+
+def _holds_floor(f1: float, floor: float) -> bool:
+    _say(f"lab: strict F1 (calibrated) {f1:.3f} {'holds' if f1 >= floor else 'is BELOW'} the floor {floor:g}")
+    return f1 >= floor
+
+
+def _replays_match(run_dirs: list[Path]) -> bool:
+    """Whether the replay of every run through Kafka told of exactly the incidents its worker stored."""
+    unmatched = [run_dir.name for run_dir in run_dirs
+                 if json.loads((run_dir / "scores.json").read_text()).get("replay_matches_live") is False]
+    if unmatched:
+        _say(f"lab: the replay of {', '.join(unmatched)} does not reproduce the live incidents")
+    return not unmatched
 
 
 def handle_rescore(args) -> int:
@@ -212,11 +218,6 @@ def _effects_text(summary: dict) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _replay_unmatched(run_dir: Path) -> bool:
-    summary = json.loads((run_dir / "scores.json").read_text())
-    return summary.get("replay_matches_live") is False
-
-
 def _agreement_text(summary: dict) -> str:
     if "replay_matches_live" not in summary:
         return ""
@@ -229,8 +230,18 @@ def _common_folder(run_dirs: list[Path]) -> Path:
     return Path(os.path.commonpath([str(run_dir.resolve().parent) for run_dir in run_dirs]))
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
 def _cpu_shares(text: str) -> int:
-    value = int(text)
+    value = _positive_int(text)
     if not 2 <= value <= 262144:
         raise argparse.ArgumentTypeError(f"{text} is outside cgroup cpu.shares' 2–262144")
     return value

@@ -1,9 +1,10 @@
-"""Runs one lab scenario for real: builds the hosts, starts the workloads and one agent per host, injects the faults
-on schedule, and writes the telemetry and the ground truth into the run's directory.
+"""Runs one lab scenario for real: builds the hosts, starts the workloads and one agent per host, lets the agents
+settle for the scenario's warm-up, injects the faults on schedule (t = 0 is the end of the warm-up), and writes the
+telemetry and the ground truth into the run's directory.
 
     RUN/scenario.toml      the scenario as run
-    RUN/run.json           run id, hosts, times, mode
-    RUN/truth.jsonl        one FaultLabel per injected fault, with the times it was really in force
+    RUN/run.json           run id, hosts, times (started_ns is t = 0), seed, baseline, mode
+    RUN/truth.jsonl        one FaultLabel per injected fault: the times it was really in force and what it did
     RUN/telemetry/H.avro   each host's frames and catalog, as its agent recorded them
     RUN/logs/              workload and agent output
 
