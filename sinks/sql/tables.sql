@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS {db}.anomalies
     evidence_z          Array(Float64)
 )
 ENGINE = ReplacingMergeTree
-ORDER BY (host, end, window_id);
+ORDER BY (host, end, window_id, detectors);
 
 CREATE TABLE IF NOT EXISTS {db}.alerts
 (

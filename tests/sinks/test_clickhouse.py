@@ -3,9 +3,9 @@
 import pytest
 
 from producers.synthetic import synthetic_catalog, synthetic_frames
-from schemas.records import Alert
+from schemas.records import Alert, Anomaly
 from sinks.clickhouse import ClickHouseWriter, StorageError, connect, describe_dsn
-from sinks.rows import alert_row, catalog_row, frame_row
+from sinks.rows import alert_row, anomaly_row, catalog_row, frame_row
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.results import queue_output
@@ -34,6 +34,19 @@ def test_every_table_is_created_and_rows_read_back(chdb_dsn, database):
     assert rows[0] == (frames[0].values[0], 0)
     names = writer.query(f"SELECT names FROM {database}.catalogs")[1][0][0]
     assert tuple(names) == catalog.names
+
+
+def test_a_host_peer_and_retransmission_finding_of_one_host_window_are_all_kept(chdb_dsn, database):
+    writer = ClickHouseWriter(chdb_dsn, database)
+    findings = [Anomaly("h1", "c", 42, T0, T0 + 3 * 10**9, detectors, 9.0, 1.0, subsystem, claim, ())
+                for detectors, subsystem, claim in ((("zscore", "mahalanobis"), "cpu", "host"),
+                                                    (("peer",), "memory", "peer"),
+                                                    (("retransmissions",), "network", "retransmissions"))]
+    writer.add("anomalies", [anomaly_row(finding) for finding in findings])
+    writer.add("anomalies", [anomaly_row(findings[1])])
+    writer.flush()
+    _, rows = writer.query(f"SELECT claim FROM {database}.anomalies FINAL ORDER BY claim")
+    assert [row[0] for row in rows] == ["host", "peer", "retransmissions"]
 
 
 def test_parameters_are_bound_not_formatted(chdb_dsn, database):
