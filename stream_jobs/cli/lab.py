@@ -116,19 +116,13 @@ def _replays_match(run_dirs: list[Path]) -> bool:
 
 
 def handle_rescore(args) -> int:
-    from concurrent.futures import ProcessPoolExecutor
-
-    from stream_jobs.lab.ingest import load_run, rescore_run
+    from stream_jobs.lab.ingest import THRESHOLD_MODES, rescore_runs
 
     run_dirs = expand_runs(args.runs)
-    for run_dir in run_dirs:
-        load_run(run_dir)
-    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(run_dirs)))
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(run_dirs) * len(THRESHOLD_MODES)))
     started = time.monotonic()
-    _say(f"lab: rescoring {len(run_dirs)} runs, {jobs} at a time")
-    with ProcessPoolExecutor(jobs) as pool:
-        for _ in pool.map(rescore_run, run_dirs, [_say] * len(run_dirs)):
-            pass
+    _say(f"lab: rescoring {len(run_dirs)} runs with {len(THRESHOLD_MODES)} threshold modes, {jobs} replays at a time")
+    rescore_runs(run_dirs, jobs, _say)
     _say(f"lab: rescored {len(run_dirs)} runs in {time.monotonic() - started:.1f} s")
     _print_scores(run_dirs, "rescored runs", Path(args.out) if args.out else _common_folder(run_dirs))
     return 0

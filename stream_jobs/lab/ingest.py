@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -83,14 +84,41 @@ def replay_run(run: RecordedRun, mode: str) -> ReplayResult:
 
 def rescore_run(run_dir: Path, progress: Callable[[str], None] = print) -> dict:
     """Replay and score a recorded run with the engine as it is now; writes and returns RUN/scores.json."""
-    run = load_run(run_dir)
+    return rescore_runs([run_dir], jobs=1, progress=progress)[0]
+
+
+def rescore_runs(run_dirs: list[Path], jobs: int, progress: Callable[[str], None] = print) -> list[dict]:
+    """Rescore several runs, replaying each run's threshold modes `jobs` at a time in worker processes (in this
+    process for one job); each run's scores.json is written as soon as its replays are done."""
+    runs = [load_run(run_dir) for run_dir in run_dirs]
+    tasks = [(run.directory, mode) for run in runs for mode in THRESHOLD_MODES]
     started = time.monotonic()
-    outputs = {mode: reported(replay_run(run, mode)) for mode in THRESHOLD_MODES}
+    if jobs <= 1:
+        results = iter([replayed_outputs(directory, mode) for directory, mode in tasks])
+    else:
+        pool = ProcessPoolExecutor(jobs)
+        results = pool.map(replayed_outputs, *zip(*tasks))
+    try:
+        return [_rescored(run, {mode: next(results) for mode in THRESHOLD_MODES}, started, progress) for run in runs]
+    finally:
+        if jobs > 1:
+            pool.shutdown()
+
+
+def replayed_outputs(run_dir: Path, mode: str) -> RunOutputs:
+    """The incidents, windows and verdicts of a run's replay with one threshold mode."""
+    return reported(replay_run(load_run(run_dir), mode))
+
+
+def _rescored(run: RecordedRun, outputs: dict[str, RunOutputs], started: float,
+              progress: Callable[[str], None]) -> dict:
     summary = _summary(run, score_modes(run.truth, outputs, run.judged), "rescore")
     summary["rescore_s"] = round(time.monotonic() - started, 2)
-    _keep_live_scores(run_dir)
-    _write_json(run_dir / "scores.json", summary)
-    progress(f"{run.meta['scenario']}: rescored in {summary['rescore_s']:.1f} s")
+    _keep_live_scores(run.directory)
+    _write_json(run.directory / "scores.json", summary)
+    recorded_h = run.meta["duration_s"] * len(run.meta["hosts"]) / 3600
+    progress(f"{run.meta['scenario']}: {recorded_h:.2f} host-hours replayed with {len(outputs)} threshold modes, "
+             f"scored {summary['rescore_s']:.1f} s after the rescoring began")
     return summary
 
 
