@@ -101,6 +101,7 @@ class LabCgroup:
 
     def __init__(self, parent: str, root: Path = Path("/sys/fs/cgroup")):
         self.parent = parent
+        self.root = root
         self.unified = (root / "cgroup.controllers").exists()
         bases = [root] if self.unified else [root / h for h in V1_HIERARCHIES if (root / h).is_dir()]
         if not bases:
@@ -157,17 +158,14 @@ class LabCgroup:
                 _remove_directory(path, shared=True)
 
     def set_cpu_shares(self, relative: str, shares: int) -> None:
-        """CPU weight of a group above the job (relative to the cgroup root): v1's cpu.shares (1024 is a plain
-        process's weight), or v2's cpu.weight scaled to it (100 for 1024)."""
+        """CPU weight of a group relative to the cgroup root: v1's cpu.shares (1024 is a plain process's weight),
+        or v2's cpu.weight scaled to it (100 for 1024)."""
         if self.unified:
-            target, value = self.directories[0].parents[len(Path(self.parent).parts)] / relative / "cpu.weight", \
-                max(1, min(10000, shares * 100 // 1024))
+            target, value = self.root / relative / "cpu.weight", max(1, min(10000, shares * 100 // 1024))
         else:
-            cpu_base = next((d.parents[len(Path(self.parent).parts)] for d in self.directories
-                             if d.parents[len(Path(self.parent).parts)].name == "cpu"), None)
-            if cpu_base is None:
-                return
-            target, value = cpu_base / relative / "cpu.shares", shares
+            target, value = self.root / "cpu" / relative / "cpu.shares", shares
+        if not target.parent.is_dir():
+            return
         try:
             target.write_text(str(value))
         except OSError as error:

@@ -82,6 +82,14 @@ def test_each_lab_takes_its_own_subnet():
         assert first.hosts["h1"].address != second.hosts["h1"].address
 
 
+def test_a_labs_cpu_weight_is_set_on_its_own_group():
+    with LabNetwork("tj", ["h1"], cpu_shares=4096) as network:
+        agents = network.agents
+        weight = (agents.root / "cpu.weight" if agents.unified else agents.root / "cpu" / "cpu.shares").name
+        group = agents.directories[0].parents[1]
+        assert int((group / weight).read_text()) == (400 if agents.unified else 4096)
+
+
 def test_storage_writes_show_in_the_hosts_own_io_counters(tmp_path):
     with LabNetwork("th", ["h1"]) as network:
         fault = make_fault(FaultSpec("storage_burst", "h1", 0, 2, 8), network.hosts, tmp_path)
