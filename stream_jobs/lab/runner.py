@@ -40,6 +40,7 @@ INFER_PORT = 29600
 AGENT_SOURCES = "network,cgroups"
 CGROUP_INTERVAL_S = 0.2
 WORKER_IDLE_S = 45.0
+PROGRESS_EVERY_S = 300.0
 TRAIN_COMPUTE_MS = 15.0
 TRAIN_MATRIX_SIZE = 256
 TRAIN_OPTIONS = ("--compute-ms", f"{TRAIN_COMPUTE_MS:g}", "--matrix-size", str(TRAIN_MATRIX_SIZE),
@@ -114,7 +115,7 @@ def _inject_on_schedule(scenario: Scenario, hosts: dict[str, LabHost], run_dir: 
     labels = []
     try:
         for at_s, is_start, index in events:
-            _sleep_until(started_ns, at_s)
+            _sleep_until(started_ns, at_s, _progress_every(scenario, progress))
             spec = scenario.faults[index]
             if is_start:
                 fault = make_fault(spec, hosts, run_dir)
@@ -130,7 +131,7 @@ def _inject_on_schedule(scenario: Scenario, hosts: dict[str, LabHost], run_dir: 
                 progress(f"{scenario.name}: +{at_s:5.0f} s  {fault.describe()} ends; "
                          f"{'took effect' if effect.took_effect else 'DID NOT TAKE EFFECT'}: "
                          f"{_measured_text(effect.measured)}")
-        _sleep_until(started_ns, scenario.duration_s)
+        _sleep_until(started_ns, scenario.duration_s, _progress_every(scenario, progress))
     finally:
         for fault, _ in active.values():
             fault.stop()
@@ -141,10 +142,21 @@ def _measured_text(measured: dict) -> str:
     return ", ".join(f"{name.replace('_', ' ')} {value:,.4g}" for name, value in measured.items())
 
 
-def _sleep_until(started_ns: int, at_s: float) -> None:
-    delay = started_ns / 1e9 + at_s - time.time()
-    if delay > 0:
-        time.sleep(delay)
+def _sleep_until(started_ns: int, at_s: float, tick: Callable[[float], None] = lambda elapsed_s: None) -> None:
+    """Sleep until at_s seconds into the run, calling tick(seconds into the run) every PROGRESS_EVERY_S."""
+    while (delay := started_ns / 1e9 + at_s - time.time()) > 0:
+        time.sleep(min(delay, PROGRESS_EVERY_S - (time.time() - started_ns / 1e9) % PROGRESS_EVERY_S))
+        elapsed_s = time.time() - started_ns / 1e9
+        if elapsed_s < at_s - 1:
+            tick(elapsed_s)
+
+
+def _progress_every(scenario: Scenario, progress: Callable[[str], None]) -> Callable[[float], None]:
+    """A progress line for long quiet stretches: how far the run is, and whether the baseline is still learned."""
+    def tick(elapsed_s: float) -> None:
+        phase = "baseline" if elapsed_s < scenario.baseline_s else "judged"
+        progress(f"{scenario.name}: +{elapsed_s:5.0f} s of {scenario.duration_s:g} s ({phase})")
+    return tick
 
 
 def _start_agents(scenario: Scenario, hosts: dict[str, LabHost], run_id: str, run_dir: Path, bootstrap: str,
