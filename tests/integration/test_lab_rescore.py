@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 SCENARIO = """name = "rescore-check"
 hosts = ["h1", "h2", "h3"]
 workloads = ["train"]
-duration_s = 85
+duration_s = 75
 baseline_s = 30
 warmup_s = 3
 seed = 5
@@ -35,8 +35,8 @@ magnitude = 2
 [[fault]]
 kind = "packet_loss"
 host = "h2"
-start_s = 62
-duration_s = 15
+start_s = 58
+duration_s = 12
 magnitude = 0.02
 """
 
