@@ -54,9 +54,9 @@ def register(commands) -> None:
                     "strictly against RUN/truth.jsonl with calibrated and paper thresholds; write RUN/scores.json "
                     "(a run's first, live scoring is kept as RUN/scores-live.json) and the set's scores.json; print "
                     "the tables. A RUN may also be a folder of runs (a suite's --out). Nothing else is changed.")
-    rescore.add_argument("runs", nargs="+", metavar="RUN")
+    rescore.add_argument("runs", nargs="+", metavar="RUN", help="a run directory, or a folder of them")
     rescore.add_argument("--jobs", type=_positive_int, default=0, metavar="N",
-                         help="runs replayed at once (default: one per CPU core)")
+                         help="replays run at once, one per run and threshold mode (default: one per CPU core)")
     rescore.add_argument("--out", default=None, metavar="DIR",
                          help="where the set's scores.json goes (default: the runs' common folder)")
     rescore.set_defaults(handler=handle_rescore)
@@ -64,14 +64,14 @@ def register(commands) -> None:
                             description="Print the scores each run directory holds (RUN/scores.json) and those of "
                                         "all of them together (counts summed over runs), scoring any run not scored "
                                         "yet. A RUN may also be a folder of runs.")
-    score.add_argument("runs", nargs="+", metavar="RUN")
+    score.add_argument("runs", nargs="+", metavar="RUN", help="a run directory, or a folder of them")
     score.set_defaults(handler=handle_score)
     ingest = labs.add_parser("ingest", help="the first scoring of one run directory (lab run does it)",
                              description="Replay RUN/telemetry through the engine; for a run through Kafka compare "
                                          "the replay with the worker's stored outputs, for an embedded run store "
                                          "frames and outputs in RUN/clickhouse; store ground truth and scores there "
                                          "and write RUN/scores.json.")
-    ingest.add_argument("run", metavar="RUN")
+    ingest.add_argument("run", metavar="RUN", help="a run directory")
     ingest.set_defaults(handler=handle_ingest)
     labs.add_parser("list", help="the built-in suites and their scenarios").set_defaults(handler=handle_list)
     labs.add_parser("clean", help="remove hosts, rules and cgroups an interrupted run left behind").set_defaults(
