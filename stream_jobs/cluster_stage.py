@@ -1,8 +1,13 @@
 """The cluster stage shared by every shell: host-window summaries in; peer deviations, retransmission verdicts and
 their alerts out.
 
-Summaries of a cluster are gathered by window; a window is compared once summaries `lag_windows` newer have arrived
-(hosts report a little out of step), so every host that reported in time takes part.
+Summaries of a cluster are gathered by window, and a window is compared once every host of the cluster has reported
+it or a later one. What is compared therefore depends on the summaries, not on the order they arrive in from
+different hosts, so a replay of recorded frames equals the live run. A cluster forms over its first
+`stale_windows` windows (its hosts learn their baselines at about the same time but report out of step), and nothing
+is compared before. A host whose latest window is more than `stale_windows` behind the cluster's newest no longer
+holds the others back (it stopped, relearns its baseline, or fell far behind); a summary of a window already
+compared is counted as late and left out.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from stream_jobs.offline.host_tables import subsystem_for
 
 RETRANS_HISTORY = 600
 RETRANS_MIN_HISTORY = 30
+STALE_WINDOWS = 30
 
 
 @dataclass
@@ -38,12 +44,14 @@ class ClusterOutput:
 class ClusterStage:
     """Per-cluster peer comparison and retransmission context for every cluster this shell sees."""
 
-    def __init__(self, lag_windows: int = 2, comparator_settings: dict | None = None):
-        self.lag_windows = lag_windows
+    def __init__(self, stale_windows: int = STALE_WINDOWS, comparator_settings: dict | None = None):
+        self.stale_windows = stale_windows
         self._comparator_settings = comparator_settings or {}
         self._comparators: dict[str, PeerComparator] = {}
         self._pending: dict[str, dict[int, dict[str, HostWindow]]] = defaultdict(lambda: defaultdict(dict))
-        self._latest: dict[str, int] = {}
+        self._latest: dict[str, dict[str, int]] = defaultdict(dict)
+        self._compared_through: dict[str, int] = {}
+        self._first_window: dict[str, int] = {}
         self._retrans_history: dict[str, deque] = defaultdict(lambda: deque(maxlen=RETRANS_HISTORY))
         self.incidents = IncidentTracker(open_after=2)
         self._cluster_of_host: dict[str, str] = {}
@@ -53,14 +61,24 @@ class ClusterStage:
     def on_host_window(self, summary: HostWindow) -> ClusterOutput:
         """Take one summary; returns what the windows it completes show."""
         cluster = summary.cluster
-        if summary.window_id <= self._latest.get(cluster, -1) - self.lag_windows:
+        if summary.window_id <= self._compared_through.get(cluster, -1):
             self.late_summaries += 1
             return ClusterOutput()
         self._pending[cluster][summary.window_id][summary.host] = summary
         self._cluster_of_host[summary.host] = cluster
-        self._latest[cluster] = max(self._latest.get(cluster, summary.window_id), summary.window_id)
-        ready = sorted(w for w in self._pending[cluster] if w <= self._latest[cluster] - self.lag_windows)
-        return self._compare_windows(cluster, ready)
+        latest = self._latest[cluster]
+        latest[summary.host] = max(latest.get(summary.host, summary.window_id), summary.window_id)
+        self._first_window.setdefault(cluster, summary.window_id)
+        through = self._reported_through(cluster)
+        return self._compare_windows(cluster, sorted(w for w in self._pending[cluster] if w <= through))
+
+    def _reported_through(self, cluster: str) -> int:
+        """The newest window every current host of the cluster has reported (or passed); -1 while it forms."""
+        latest = self._latest[cluster]
+        newest = max(latest.values())
+        if newest < self._first_window[cluster] + self.stale_windows:
+            return -1
+        return min(window for window in latest.values() if window >= newest - self.stale_windows)
 
     def flush(self, close_incidents: bool = True) -> ClusterOutput:
         """Compare every window still waiting and, at the end of a run, close open incidents (a worker handing its
@@ -77,6 +95,7 @@ class ClusterStage:
         output = ClusterOutput()
         for window_id in window_ids:
             summaries = self._pending[cluster].pop(window_id)
+            self._compared_through[cluster] = max(self._compared_through.get(cluster, window_id), window_id)
             output.extend(self._compare(cluster, window_id, summaries))
         return output
 

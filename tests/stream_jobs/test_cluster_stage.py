@@ -68,3 +68,41 @@ def test_host_stage_restores_a_saved_baseline_instead_of_learning_again():
     assert second.counters.baselines_restored == 1
     assert all(v.baseline_ready for v in verdicts), "a restored worker judges from its first window"
     assert any(v.anomalous for v in verdicts)
+
+
+def _summaries_by_host(hosts: int, frames: int = 900) -> dict[str, list]:
+    """Each host's window summaries, in its own order; h1 drifts away from its peers on a dynamic channel."""
+    host_stage = HostStage(EngineSettings(warmup_windows=20))
+    by_host = {}
+    for index in range(hosts):
+        catalog = synthetic_catalog(f"h{index}", cluster="train-b")
+        host_stage.on_catalog(catalog)
+        steps = (StepChange("cpu.busy.cpu3", 50.0, 30.0),) if index == 1 else ()
+        stream = synthetic_frames(catalog, T0 + index * 11_000_000, frames, seed=index, steps=steps)
+        by_host[catalog.host] = [s for frame in stream for s in host_stage.on_frame(frame).host_windows]
+    return by_host
+
+
+def _outputs(order) -> tuple:
+    stage = ClusterStage()
+    anomalies, alerts, verdicts = [], [], []
+    for summary in order:
+        output = stage.on_host_window(summary)
+        anomalies += output.anomalies
+        alerts += output.alerts
+        verdicts += output.retransmission_rows
+    final = stage.flush()
+    return ([(a.host, a.window_id, a.claim) for a in anomalies + final.anomalies],
+            [(a.alert_id, a.state, a.end_ns) for a in alerts + final.alerts], verdicts + final.retransmission_rows)
+
+
+def test_what_is_compared_does_not_depend_on_the_order_hosts_report_in():
+    by_host = _summaries_by_host(4)
+    lockstep = sorted((s for summaries in by_host.values() for s in summaries), key=lambda s: (s.window_id, s.host))
+    batched = []
+    for start in range(0, max(len(v) for v in by_host.values()), 12):
+        for host in sorted(by_host, reverse=start % 24 == 0):
+            batched += by_host[host][start:start + 12]
+    in_lockstep, in_batches = _outputs(lockstep), _outputs(batched)
+    assert in_lockstep[0], "no peer finding to compare"
+    assert in_batches == in_lockstep
