@@ -189,12 +189,13 @@ def score_source(truth: Sequence[FaultLabel], effective: Sequence[FaultLabel],
         return SourceScore(incidents=0, clean_incidents=len(opened), clean_host_hours=judged.host_seconds / 3600)
     firsts = [(fault, _first_opened_within(fault, opened, grace_ns)) for fault in effective]
     detections = [(fault, incident) for fault, incident in firsts if incident is not None]
-    detecting = [i for i in opened if any(_opens_within(fault, i, grace_ns) for fault in effective)]
-    void = [i for i in opened if i not in detecting and any(_opens_within(f, i, grace_ns) for f in truth)]
+    detecting = sum(any(_opens_within(fault, i, grace_ns) for fault in effective) for i in opened)
+    judged_incidents = sum(not any(_opens_within(f, i, grace_ns) for f in truth if not f.took_effect)
+                           or any(_opens_within(f, i, grace_ns) for f in effective) for i in opened)
     rate_per_host_s = len(opened) / judged.host_seconds
     chance = sum(1 - math.exp(-rate_per_host_s * ((f.end_ns - f.start_ns + grace_ns) / NS_PER_S)) for f in effective)
     return SourceScore(faults=len(effective), detected=len(detections), chance_detected=chance,
-                       incidents=len(opened) - len(void), detecting_incidents=len(detecting),
+                       incidents=judged_incidents, detecting_incidents=detecting,
                        delays_s=tuple((i.opened_ns - f.start_ns) / NS_PER_S for f, i in detections),
                        attribution=_attribution(detections))
 

@@ -81,12 +81,13 @@ def run_input(settings: InputSettings, stop: Stop, log: JsonLines) -> None:
     buffer = memoryview(bytearray(size_bytes))
     say(f"input: {len(paths)} files of {size_bytes} bytes in {settings.data_dir}, {work.repeats} matmuls per step")
     steps_per_epoch = max(1, len(paths) // settings.batch_files)
-    step = 0
+    step, order = 0, []
     while not stop():
         epoch, position = divmod(step, steps_per_epoch)
-        if position == 0 and epoch and stop.wait(settings.epoch_pause_s):
-            break
-        order = epoch_order(len(paths), epoch, settings.seed)
+        if position == 0:
+            if epoch and stop.wait(settings.epoch_pause_s):
+                break
+            order = epoch_order(len(paths), epoch, settings.seed)
         started = time.monotonic()
         batch = [paths[order[(position * settings.batch_files + i) % len(paths)]] for i in range(settings.batch_files)]
         read_bytes = sum(read_uncached(path, buffer) for path in batch)
