@@ -30,6 +30,8 @@ def positive_seconds(text: str) -> float:
 
 def settle_seconds(text: str) -> float:
     """A settle time: '0' for none, or a duration up to an hour."""
+    if text.strip().startswith("-"):
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
     value = 0.0 if text.strip() in ("0", "0s") else positive_seconds(text)
     if value > 3600:
         raise argparse.ArgumentTypeError(f"{text!r} is more than an hour")
