@@ -364,7 +364,10 @@ class IrqPressure(Fault):
                 f"rate, target, sent, started = {float(self.spec.magnitude)}, ({self.host.address!r}, 9), 0, "
                 "time.monotonic()\n"
                 "while True:\n"
-                "    for _ in range(100): s.sendto(b'x' * 18, target)\n"
+                "    try:\n"
+                "        for _ in range(100): s.sendto(b'x' * 18, target)\n"
+                "    except OSError:\n"
+                "        time.sleep(0.01)\n"
                 "    sent += 100\n"
                 "    ahead = sent / rate - (time.monotonic() - started)\n"
                 "    if ahead > 0: time.sleep(ahead)\n")

@@ -272,6 +272,8 @@ class LabNetwork:
     def __enter__(self) -> "LabNetwork":
         self._lock = LabLock().__enter__()
         self.subnet = f"{SUBNET_PREFIX}.{self._lock.slot}"
+        for tag in stale_labs_on(self.bridge_address):
+            remove_leftovers(tag)
         for index, host in enumerate(self.hosts.values()):
             host.address = f"{self.subnet}.{11 + index}"
         try:
@@ -326,6 +328,14 @@ class LabNetwork:
             host.cgroup.remove()
         self.agents.remove()
         run_command("ip", "link", "del", self.bridge, check=False)
+
+
+def stale_labs_on(bridge_address: str) -> list[str]:
+    """Tags of lab bridges that hold this slot's address: a lab that died without cleaning up (the slot's lock is ours,
+    so no running lab owns them), whose routes would take this lab's traffic."""
+    lines = run_command("ip", "-o", "-4", "addr", "show", check=False).stdout.splitlines()
+    return [fields[1][len(NAME_PREFIX) + 2:] for fields in (line.split() for line in lines)
+            if len(fields) > 3 and fields[1].startswith(f"{NAME_PREFIX}br") and fields[3] == f"{bridge_address}/24"]
 
 
 def remove_leftovers(tag: str = "", cgroup_root: Path = Path("/sys/fs/cgroup")) -> list[str]:

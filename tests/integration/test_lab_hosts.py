@@ -10,7 +10,7 @@ import time
 import pytest
 
 from stream_jobs.lab.faults import FaultSpec, make_fault
-from stream_jobs.lab.hosts import LabNetwork, remove_leftovers, run_command
+from stream_jobs.lab.hosts import LabLock, LabNetwork, remove_leftovers, run_command
 
 MISSING = [tool for tool in ("ip", "nft") if shutil.which(tool) is None]
 
@@ -187,3 +187,21 @@ def test_an_interrupted_run_removes_its_hosts_and_processes(tmp_path):
     assert not [n for n in _namespaces() if n.startswith(f"rvl-{tag}-")]
     leftover = subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True, text=True).stdout
     assert not leftover.strip(), f"workload processes left running: {leftover}"
+
+
+def test_a_lab_removes_what_a_dead_lab_left_on_its_slot():
+    with LabLock() as lock:
+        slot = lock.slot
+    bridge = "rvlbrdead"
+    run_command("ip", "link", "add", bridge, "type", "bridge")
+    run_command("ip", "addr", "add", f"10.251.{slot}.1/24", "dev", bridge)
+    run_command("ip", "link", "set", bridge, "up")
+    try:
+        with LabNetwork("td", ["h1"]) as network:
+            assert network.subnet == f"10.251.{slot}"
+            links = run_command("ip", "-o", "link", "show").stdout
+            assert f" {bridge}:" not in links
+            route = run_command("ip", "route", "get", network.hosts["h1"].address).stdout
+            assert network.bridge in route
+    finally:
+        run_command("ip", "link", "del", bridge, check=False)
