@@ -12,22 +12,22 @@ compared is counted as late and left out.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from schemas.records import Alert, Anomaly, Evidence, HostWindow
-from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviation
+from stream_jobs.engine.crosshost import ConfigurationDifference, HostSummary, PeerComparator, PeerDeviation
 from stream_jobs.engine.incidents import IncidentTracker
-from stream_jobs.engine.retransmissions import RetransBaseline, RetransVerdict, RetransWindow, classify
+from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransVerdict, RetransWindow, classify
 from stream_jobs.engine.signatures import match_signature
 from stream_jobs.host_stage import alert_record
 from stream_jobs.offline.host_tables import subsystem_for
 
-RETRANS_HISTORY = 600
-RETRANS_MIN_HISTORY = 30
 STALE_WINDOWS = 30
+# Linux counts the retransmissions a receiver confirmed as needless (it had the segment) under this counter.
+SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
 
 
 @dataclass
@@ -52,8 +52,9 @@ class ClusterStage:
         self._latest: dict[str, dict[str, int]] = defaultdict(dict)
         self._compared_through: dict[str, int] = {}
         self._first_window: dict[str, int] = {}
-        self._retrans_history: dict[str, deque] = defaultdict(lambda: deque(maxlen=RETRANS_HISTORY))
-        self.incidents = IncidentTracker(open_after=2)
+        self._retrans: dict[str, RetransMonitor] = defaultdict(RetransMonitor)
+        # peer findings and loss alarms already ask for persistence; one window of either opens an incident
+        self.incidents = IncidentTracker(open_after=1, close_after=10)
         self._cluster_of_host: dict[str, str] = {}
         self.windows_compared = 0
         self.late_summaries = 0
@@ -106,6 +107,10 @@ class ClusterStage:
         findings = {f.host: f for f in comparator.compare(
             window_id, [HostSummary(h, window_id, summaries[h].names, summaries[h].means) for h in hosts])}
         output = ClusterOutput()
+        for difference in comparator.take_configuration():
+            anomaly = configuration_anomaly(summaries[difference.host], difference)
+            output.anomalies.append(anomaly)
+            output.alerts.append(configuration_alert(anomaly))
         for host in hosts:
             summary = summaries[host]
             finding = findings.get(host)
@@ -116,34 +121,37 @@ class ClusterStage:
                                            anomaly.subsystem if anomaly else "",
                                            [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
             output.alerts += [_tracked_alert(e, cluster) for e in events]
-            output.extend(self._retransmissions(cluster, summary, [summaries[p] for p in hosts if p != host]))
+        output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
         return output
 
-    def _retransmissions(self, cluster: str, summary: HostWindow, peers: list[HostWindow]) -> ClusterOutput:
-        """Classify the window's retransmissions against the host's own history and its peers in the window."""
-        history = self._retrans_history[summary.host]
-        verdict = None
-        if summary.retransmits > 0 and len(history) >= RETRANS_MIN_HISTORY:
-            baseline = RetransBaseline.fit(*np.asarray(history).T)
-            verdict = classify(retrans_window(summary), [retrans_window(p) for p in peers], baseline)
-        if verdict is None or verdict.category != "fault-induced":
-            history.append((summary.retransmits, summary.segments_out))
+    def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
+        """Each host's window through its loss monitor, then a verdict that contrasts its alarm with its peers'."""
+        windows = [retrans_window(summary) for summary in summaries]
+        states = [self._retrans[w.host].observe(w) for w in windows]
+        alarmed = sum(state[0] for state in states)
         output = ClusterOutput()
-        if verdict is not None:
+        for summary, window, (alarm, loss_z) in zip(summaries, windows, states):
+            verdict = classify(window, alarm, loss_z, alarmed - alarm, len(summaries) - 1, self._retrans[window.host])
             output.retransmission_rows.append(retransmission_row(cluster, summary, verdict))
-        faulty = verdict is not None and verdict.category == "fault-induced"
-        anomaly = retransmission_anomaly(summary, verdict) if faulty else None
-        output.anomalies += [anomaly] if anomaly else []
-        events = self.incidents.update(f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns,
-                                       summary.window_end_ns, faulty, max(verdict.rate_z, 1.0) if faulty else 0.0,
-                                       "network", [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
-        output.alerts += [_tracked_alert(e, cluster) for e in events]
+            faulty = verdict.category == FAULT_INDUCED
+            anomaly = retransmission_anomaly(summary, verdict) if faulty else None
+            output.anomalies += [anomaly] if anomaly else []
+            events = self.incidents.update(
+                f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns, summary.window_end_ns,
+                faulty, max(verdict.rate_z, 1.0) if faulty else 0.0, "network",
+                [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
+            output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
 
 def retrans_window(summary: HostWindow) -> RetransWindow:
-    return RetransWindow(summary.host, summary.window_id, summary.retransmits, summary.segments_out,
-                         summary.traffic_burstiness, summary.irq_z, summary.cpu_freq_z, summary.gpu_power_z)
+    """The window's retransmitted and sent segments, and the spurious ones when the host counts DSACKs."""
+    seconds = max(summary.window_end_ns - summary.window_start_ns, 0) / 1e9
+    spurious = 0.0
+    if SPURIOUS_RETRANSMITS in summary.names:
+        rate = float(summary.means[summary.names.index(SPURIOUS_RETRANSMITS)])
+        spurious = rate * seconds if np.isfinite(rate) else 0.0
+    return RetransWindow(summary.host, summary.window_id, summary.retransmits, summary.segments_out, spurious)
 
 
 def peer_anomaly(summary: HostWindow, finding: PeerDeviation) -> Anomaly:
@@ -158,6 +166,28 @@ def peer_anomaly(summary: HostWindow, finding: PeerDeviation) -> Anomaly:
     return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
                    ("peer",), float(max(abs(z) for z in finding.z)), 4.0, subsystem_for(top.channel), claim, evidence,
                    "deviation from peers", signature.hint if signature else "")
+
+
+def configuration_anomaly(summary: HostWindow, difference: ConfigurationDifference) -> Anomaly:
+    """A host configured unlike its peers (constant channels that differ), found once when its offsets are learned."""
+    evidence = tuple(Evidence(channel, "peer-config", value, peer, float("nan"), z) for channel, value, peer, z in
+                     zip(difference.channels, difference.values, difference.peer_values,
+                         difference.as_dict().values()))
+    signature = match_signature([], difference.as_dict())
+    top = evidence[0]
+    claim = (f"{summary.host} is configured unlike its {difference.peers} peers: {top.channel} is {top.value:.6g} "
+             f"where theirs is {top.baseline_mean:.6g}" + (f" (and {len(evidence) - 1} more)" if len(evidence) > 1
+                                                          else ""))
+    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
+                   ("configuration",), float(len(evidence)), 1.0, subsystem_for(top.channel), claim, evidence,
+                   "configuration difference", signature.hint if signature else "")
+
+
+def configuration_alert(anomaly: Anomaly) -> Alert:
+    """One notice, opened and closed at once: a configuration is a fact to fix, not an incident to follow."""
+    return Alert(f"{anomaly.host}:config:{anomaly.window_id}", anomaly.host, anomaly.cluster, "closed",
+                 anomaly.window_start_ns, anomaly.window_end_ns, anomaly.score, anomaly.subsystem, anomaly.claim,
+                 anomaly.hint, "configuration")
 
 
 def retransmission_anomaly(summary: HostWindow, verdict: RetransVerdict) -> Anomaly:

@@ -65,8 +65,8 @@ class HostStage:
         self.catalogs: dict[str, dict[int, Catalog]] = defaultdict(dict)
         self.pipelines: dict[str, tuple[int, HostPipeline]] = {}
         self.counters = StageCounters()
-        # one flagged window alone is a blip; an incident opens on two in a row
-        self.incidents = IncidentTracker(open_after=2)
+        # the channel watch already asks for persistence; an incident stays open across short quiet gaps
+        self.incidents = IncidentTracker(open_after=1, close_after=10)
         self.regimes = RegimeDetector()
         self._held: dict[str, deque[Frame]] = defaultdict(deque)
         self._last_sequence: dict[str, int] = {}

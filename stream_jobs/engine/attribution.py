@@ -8,10 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The temporal explanation each feature stands for.
-EXPLANATIONS = {"mean": "mean shift", "std": "variance spike", "min": "dip", "max": "spike", "skew": "shape change",
-                "kurtosis": "shape change", "slope": "trend", "acf1": "autocorrelation change",
-                "stationarity": "level shift within the window", "sum": "burst", "bursts": "burst"}
+# The temporal explanation each feature stands for, when it rose and when it fell.
+EXPLANATIONS = {"mean": ("level rise", "level drop"), "std": ("variance spike", "variance drop"),
+                "min": ("raised floor", "dip"), "max": ("spike", "lowered peak"),
+                "skew": ("shape change", "shape change"), "kurtosis": ("shape change", "shape change"),
+                "slope": ("rising trend", "falling trend"),
+                "acf1": ("autocorrelation change", "autocorrelation change"),
+                "stationarity": ("level shift within the window", "level shift within the window"),
+                "sum": ("burst", "lull"), "bursts": ("burst", "fewer bursts than usual")}
 _FEATURE_WORDS = {"mean": "mean", "std": "within-window variability", "min": "minimum", "max": "maximum",
                   "skew": "skewness", "kurtosis": "kurtosis", "slope": "trend", "acf1": "lag-1 autocorrelation",
                   "stationarity": "within-window level shift", "sum": "count", "bursts": "number of bursts"}
@@ -28,7 +32,9 @@ class Contribution:
 
     @property
     def explanation(self) -> str:
-        return EXPLANATIONS.get(self.feature, "departure from baseline")
+        """What kind of change it was, in words that match its direction."""
+        rose, fell = EXPLANATIONS.get(self.feature, ("departure from baseline", "departure from baseline"))
+        return rose if self.z >= 0 else fell
 
 
 def split_feature_name(feature_name: str) -> tuple[str, str]:
@@ -55,8 +61,11 @@ def dominant_subsystem(contributions: list[Contribution], subsystem_of: dict[str
 
 
 def claim(top: Contribution) -> str:
-    """One sentence an operator can read, e.g. 'disk.sectors_read.sda maximum is 5.2e+04, 12.0σ above baseline'."""
+    """One sentence an operator can read: the value, how far from the baseline in σ and in the channel's own units,
+    and the kind of change, e.g. 'disk.sectors_read.sda mean is 5.2e+04, 12.0σ above its baseline of 1.1e+04 ± 3.4e+03
+    (+4.1e+04, level rise)'."""
     direction = "above" if top.z >= 0 else "below"
     words = _FEATURE_WORDS.get(top.feature, top.feature)
     return (f"{top.channel} {words} is {top.value:.4g}, {abs(top.z):.1f}σ {direction} its baseline of "
-            f"{top.baseline_mean:.4g} ± {top.baseline_std:.3g} ({top.explanation})")
+            f"{top.baseline_mean:.4g} ± {top.baseline_std:.3g} ({top.value - top.baseline_mean:+.3g}, "
+            f"{top.explanation})")

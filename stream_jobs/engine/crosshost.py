@@ -3,10 +3,10 @@
 Each window, every host's channel means (static channels included: a host's HugePages_Total never varies on the
 host itself, only between hosts) are compared with the cluster's. The cluster level of a channel is its median
 across hosts and its spread the MAD, as in Minder's straggler detection: robust statistics ignore a minority of odd
-hosts, where a leave-one-out comparison would make both halves of a split cluster look deviant. A host becomes a
-finding only once the same channel has deviated for `persist_windows` consecutive windows, so one slow step or one
-burst is not, and neither is a different noisy channel crossing the threshold each window (with a handful of hosts
-the MAD of some channel is nearly always tiny).
+hosts, where a leave-one-out comparison would make both halves of a split cluster look deviant. Each host's
+usual offset from the cluster is learned first (ranks of a job differ by design), and a host becomes a finding only
+once the same channel has left its usual offset for minutes, so one slow step, one burst or a job phase is not, and
+neither is a different noisy channel crossing the threshold each window.
 """
 
 from __future__ import annotations
@@ -50,6 +50,23 @@ class PeerDeviation:
     def as_dict(self) -> dict[str, float]:
         """Channel → robust z, the form signatures.match_signature takes."""
         return dict(zip(self.channels, self.z))
+
+
+@dataclass(frozen=True)
+class ConfigurationDifference:
+    """A host whose constant channels (HugePages, MTU, queue counts…) differ from its peers': reported once, when
+    the host's usual offsets are learned, as a configuration finding rather than as a deviation."""
+
+    host: str
+    window_id: int
+    channels: tuple[str, ...]
+    values: tuple[float, ...]
+    peer_values: tuple[float, ...]
+    peers: int
+
+    def as_dict(self) -> dict[str, float]:
+        """Channel → how many cluster levels apart, signed, the form signatures.match_signature takes."""
+        return {c: (v - p) / max(abs(p), 1.0) * Z_CAP for c, v, p in zip(self.channels, self.values, self.peer_values)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,17 +118,39 @@ def robust_z(matrix: np.ndarray, relative_floor: float = 0.01, absolute_floor: f
 
 
 class PeerComparator:
-    """Compares each window's hosts with one another and reports hosts that keep deviating."""
+    """Compares each window's hosts with one another and reports hosts that keep leaving their usual place.
 
-    def __init__(self, min_peers: int = 2, z_threshold: float = 4.0, persist_windows: int = 5, top: int = 5):
-        if min_peers < 1 or z_threshold <= 0 or persist_windows < 1 or top < 1:
+    Ranks of one job are rarely identical: one host's input shard is larger, another sits nearer the switch. Each
+    host's usual offset from the cluster on each channel (its residual from the cluster median) is learned, with its
+    spread, over the first `learn_windows` compared windows; nothing is reported before. From then on a channel
+    deviates when its residual leaves the learned one by `z_threshold` spreads and by more than `relative_floor` of
+    the cluster's level and `absolute_floor` in the channel's units (a counter's few events per second are not a
+    difference). A host becomes a finding when a channel has deviated for `persist_windows` consecutive windows:
+    minutes, so that a job's phases, which move ranks apart for a while, are not findings. The agent's own metrics
+    take no part.
+    """
+
+    def __init__(self, min_peers: int = 2, z_threshold: float = 6.0, persist_windows: int = 300, top: int = 5,
+                 learn_windows: int = 120, relative_floor: float = 0.25, absolute_floor: float = 5.0 / 3.0):
+        if min_peers < 1 or z_threshold <= 0 or persist_windows < 1 or top < 1 or learn_windows < 10:
             raise ValueError(f"min_peers {min_peers}, persist_windows {persist_windows} and top {top} must be ≥ 1, "
-                             f"z_threshold {z_threshold} > 0")
+                             f"learn_windows {learn_windows} ≥ 10, z_threshold {z_threshold} > 0")
         self.min_peers = min_peers
         self.z_threshold = z_threshold
         self.persist_windows = persist_windows
         self.top = top
+        self.learn_windows = learn_windows
+        self.relative_floor = relative_floor
+        self.absolute_floor = absolute_floor
         self._streaks: dict[str, _Streak] = {}
+        self._learning: dict[str, list[np.ndarray]] = {}
+        self._offsets: dict[str, _Offsets] = {}
+        self._configuration: list[ConfigurationDifference] = []
+
+    def take_configuration(self) -> list[ConfigurationDifference]:
+        """Configuration differences found since the last call (each host's once, when its offsets are learned)."""
+        found, self._configuration = self._configuration, []
+        return found
 
     def scores(self, summaries: list[HostSummary]) -> PeerScores:
         """Robust z of every host and common channel, without touching the persistence state."""
@@ -122,17 +161,63 @@ class PeerComparator:
         return PeerScores(hosts, names, robust_z(matrix))
 
     def compare(self, window_id: int, summaries: list[HostSummary]) -> list[PeerDeviation]:
-        """Findings for this window: hosts with channels deviating now and in the `persist_windows` − 1 before."""
+        """Findings for this window: hosts with channels off their learned offset now and in the
+        `persist_windows` − 1 windows before."""
         if len(summaries) < self.min_peers + 1:
             return []
-        scores = self.scores(summaries)
-        deviating = np.abs(scores.z) >= self.z_threshold
+        hosts = tuple(s.host for s in summaries)
+        if len(set(hosts)) != len(hosts):
+            raise ValueError(f"a window lists a host twice: {sorted(h for h in set(hosts) if hosts.count(h) > 1)}")
+        names, matrix = common_matrix(summaries)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            level = np.nanmedian(np.where(np.isfinite(matrix), matrix, np.nan), axis=0)
+        residual = matrix - level
         findings = []
-        for row, host in enumerate(scores.hosts):
-            streak = self._advance(host, window_id, scores.names, deviating[row])
+        for row, host in enumerate(hosts):
+            z = self._deviation(host, window_id, names, residual[row], level, len(hosts) - 1)
+            if z is None:
+                continue
+            streak = self._advance(host, window_id, names, np.abs(z) >= self.z_threshold)
             if (streak >= self.persist_windows).any():
-                findings.append(self._finding(scores, row, window_id, streak))
+                findings.append(self._finding(host, names, z, window_id, streak, len(hosts) - 1))
         return findings
+
+    def _deviation(self, host: str, window_id: int, names: tuple[str, ...], residual: np.ndarray, level: np.ndarray,
+                   peers: int):
+        """The host's residual against its learned offset, in learned spreads (None while it is learned)."""
+        offsets = self._offsets.get(host)
+        if offsets is None or offsets.names != names:
+            learning = self._learning.setdefault(host, [])
+            if offsets is not None or (learning and len(learning[0]) != len(names)):
+                learning.clear()
+            self._offsets.pop(host, None)
+            learning.append(residual)
+            if len(learning) < self.learn_windows:
+                return None
+            self._offsets[host] = _Offsets.learn(names, np.vstack(learning))
+            del self._learning[host]
+            self._report_configuration(host, window_id, self._offsets[host], level, peers)
+            return None
+        floor = np.fmax(self.relative_floor * np.abs(np.nan_to_num(level)), self.absolute_floor)
+        scale = np.fmax(offsets.spread, floor / self.z_threshold)
+        with np.errstate(invalid="ignore"):
+            z = (residual - offsets.offset) / scale
+        own = np.array([name.startswith("agent.") for name in names], dtype=bool)
+        return np.where(own, 0.0, np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0))
+
+    def _report_configuration(self, host: str, window_id: int, offsets: _Offsets, level: np.ndarray,
+                              peers: int) -> None:
+        """Channels that never moved on the host over the learning span and sit apart from the cluster's level."""
+        floor = np.fmax(self.relative_floor * np.abs(np.nan_to_num(level)), self.absolute_floor)
+        apart = (offsets.spread == 0) & (np.abs(offsets.offset) >= floor)
+        apart &= np.array([not name.startswith("agent.") for name in offsets.names], dtype=bool)
+        if apart.any():
+            index = np.flatnonzero(apart)[np.argsort(-np.abs(offsets.offset[apart]), kind="stable")][:self.top]
+            self._configuration.append(ConfigurationDifference(
+                host, window_id, tuple(offsets.names[i] for i in index),
+                tuple(float(level[i] + offsets.offset[i]) for i in index), tuple(float(level[i]) for i in index),
+                peers))
 
     def _advance(self, host: str, window_id: int, names: tuple[str, ...], deviating: np.ndarray) -> np.ndarray:
         """Each channel's run of consecutive deviating windows on the host, this one included."""
@@ -144,13 +229,30 @@ class PeerComparator:
         self._streaks[host] = _Streak(window_id, names, streak)
         return streak
 
-    def _finding(self, scores: PeerScores, row: int, window_id: int, streak: np.ndarray) -> PeerDeviation:
-        magnitude = np.where(streak >= self.persist_windows, np.abs(scores.z[row]), -1.0)
+    def _finding(self, host: str, names: tuple[str, ...], z: np.ndarray, window_id: int, streak: np.ndarray,
+                 peers: int) -> PeerDeviation:
+        magnitude = np.where(streak >= self.persist_windows, np.abs(z), -1.0)
         order = np.argsort(-magnitude, kind="stable")[:self.top]
         order = order[magnitude[order] >= 0]
-        return PeerDeviation(scores.hosts[row], window_id, tuple(scores.names[i] for i in order),
-                             tuple(float(scores.z[row, i]) for i in order), int(streak[order].max()),
-                             len(scores.hosts) - 1)
+        return PeerDeviation(host, window_id, tuple(names[i] for i in order), tuple(float(z[i]) for i in order),
+                             int(streak[order].max()), peers)
+
+
+@dataclass(frozen=True, eq=False)
+class _Offsets:
+    """One host's usual residual from the cluster median per channel, and its robust spread."""
+
+    names: tuple[str, ...]
+    offset: np.ndarray
+    spread: np.ndarray
+
+    @classmethod
+    def learn(cls, names: tuple[str, ...], residuals: np.ndarray) -> _Offsets:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            offset = np.nan_to_num(np.nanmedian(residuals, axis=0))
+            spread = MAD_TO_SIGMA * np.nan_to_num(np.nanmedian(np.abs(residuals - offset), axis=0))
+        return cls(names, offset, spread)
 
 
 @dataclass(frozen=True, eq=False)

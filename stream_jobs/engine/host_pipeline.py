@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
+from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchSettings, WatchVerdict, event_floor
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.derived import derive, derived_specs, signals
 from stream_jobs.engine.detectors import standard_detectors
@@ -19,6 +20,8 @@ from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.windows import Window, WindowAssembler
 
 MODES = ("calibrated", "paper")
+# The agent's own metrics (its memory, its tick lag) tell of the agent, not of the host's workload.
+SELF_METRIC_PREFIX = "agent."
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class EngineSettings:
     baseline_stride: int = 5
     explain_all: bool = False
     baseline_trim: float = 0.0
+    watch: WatchSettings = WatchSettings()
+    ensemble_alerts: bool = False
 
     def __post_init__(self):
         if self.warmup_windows < 10:
@@ -108,10 +113,21 @@ class HostPipeline:
         self.restored_through_ns: int | None = None
         self._warmup_features: list[np.ndarray] = []
         self._warmup_signals: list[np.ndarray] = []
+        self._warmup_means: list[np.ndarray] = []
+        self.watch = ChannelWatch(self._event_floors(), settings.watch)
+        self._window_starts: deque = deque(maxlen=settings.watch.adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
         self._retrans = _indices(self.signal_names, ("snmp.Tcp.RetransSegs",))
         self._segments = _indices(self.signal_names, ("snmp.Tcp.OutSegs",))
         self._tx_bytes = _indices(self.signal_names, ("net.tx_bytes.",), prefix=True)
+
+    def _event_floors(self) -> np.ndarray:
+        """Each signal's smallest meaningful band width (counters: a few events per window); the agent's own
+        metrics get an infinite one, so they are never judged."""
+        cumulative = np.concatenate([self.channels.cumulative, np.zeros(len(self.specs), dtype=bool)])
+        floors = event_floor(cumulative, self.settings.window_s, self.settings.watch.min_events)
+        own = np.array([name.startswith(SELF_METRIC_PREFIX) for name in self.signal_names], dtype=bool)
+        return np.where(own, np.inf, floors)
 
     @property
     def baseline_ready(self) -> bool:
@@ -124,9 +140,16 @@ class HostPipeline:
 
     def needed_since_ns(self) -> int | None:
         """The oldest frame instant this pipeline's state still depends on: the start of a baseline being learned,
-        else the start of the next window. A worker that restarts from there rebuilds the same state."""
+        else of the first window of the channels' current run of departures, else of the next window. A worker that
+        restarts from there rebuilds the same state."""
         window_start = self.assembler.needed_since_ns()
-        if self.baseline_ready or self.learning_since_ns is None:
+        if self.baseline_ready:
+            run = self.watch.longest_run
+            if run == 0 or not self._window_starts:
+                return window_start
+            run_start = self._window_starts[-min(run, len(self._window_starts))]
+            return run_start if window_start is None else min(run_start, window_start)
+        if self.learning_since_ns is None:
             return window_start
         return self.learning_since_ns if window_start is None else min(self.learning_since_ns, window_start)
 
@@ -141,7 +164,7 @@ class HostPipeline:
     def restart_baseline(self) -> None:
         """Forget the baseline (a regime change): the next windows are learned as a new one."""
         self.ensemble, self.layout, self.kept, self.selection = None, None, None, None
-        self._warmup_features, self._warmup_signals = [], []
+        self._warmup_features, self._warmup_signals, self._warmup_means = [], [], []
         self.learning_since_ns = None
         self._recent.clear()
 
@@ -161,29 +184,57 @@ class HostPipeline:
             return self._learn(window, seconds, signal, means)
         features = self.layout.compute(seconds, signal[:, self.kept])
         verdict = self.ensemble.judge(features[None, :])[0]
-        refitted = self._remember(features, verdict.flagged)
+        watched = self.watch.judge(means)
+        self._window_starts.append(window.start_ns)
+        multivariate = self.settings.ensemble_alerts and verdict.flagged
+        flagged = watched.flagged or multivariate
+        refitted = self._remember(features, flagged)
         z = self.ensemble.detectors[0].z(features[None, :])[0]
-        evidence = self._evidence(features, z) if verdict.flagged or self.settings.explain_all else ()
-        top = evidence[0] if evidence and verdict.flagged else None
+        explain = flagged or self.settings.explain_all
+        evidence = self._watch_evidence(means, watched) if watched.flagged else ()
+        if not evidence and explain:
+            evidence = self._evidence(features, z)
+        top = evidence[0] if evidence and flagged else None
+        detectors = (("channels",) if watched.flagged else ()) + (verdict.flagged_by if multivariate else ())
         return WindowVerdict(
-            window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), True, verdict.severity, 1.0,
-            verdict.flagged, verdict.flagged_by if verdict.flagged else (),
-            dominant_subsystem(list(evidence), self.subsystem_of) if top else "",
-            claim(top) if top else ("window departs from its baseline" if verdict.flagged else ""), evidence,
-            verdict.scores, verdict.thresholds, top.explanation if top else "", refitted, means,
-            self._context(signal, window, z))
+            window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), True,
+            watched.severity if watched.flagged else verdict.severity, 1.0, flagged, detectors,
+            self._subsystem(watched) if watched.flagged else
+            (dominant_subsystem(list(evidence), self.subsystem_of) if top else ""),
+            claim(top) if top else ("window departs from its baseline" if flagged else ""), evidence,
+            {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
+            top.explanation if top else "", refitted, means, self._context(signal, window, z))
+
+    def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
+        """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""
+        bands = self.watch.bands
+        magnitude = np.where(watched.persisted, np.abs(watched.departure), -1.0)
+        order = np.argsort(-magnitude, kind="stable")[:self.settings.evidence_limit]
+        return tuple(Contribution(self.signal_names[i], "mean", float(means[i]), float(bands.median[i]),
+                                  float(bands.sigma[i]), float(watched.z[i])) for i in order if magnitude[i] >= 0)
+
+    def _subsystem(self, watched: WatchVerdict) -> str:
+        """The subsystem of the persisted channels, each weighing log(1 + its departure), so one channel far out
+        counts for more than one just out but not for more than many."""
+        weight: dict[str, float] = {}
+        for i in np.flatnonzero(watched.persisted):
+            subsystem = self.subsystem_of[self.signal_names[i]]
+            weight[subsystem] = weight.get(subsystem, 0.0) + float(np.log1p(abs(watched.departure[i])))
+        return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else "unknown"
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
         if not self._warmup_features:
             self.learning_since_ns = window.start_ns
         self._warmup_features.append(self.full_layout.compute(seconds, signal))
+        self._warmup_means.append(means)
         if self.windows_seen % max(1, round(self.settings.window_s / self.settings.stride_s)) == 0:
             self._warmup_signals.append(signal)  # non-overlapping windows cover the warm-up once, for selection
         fitted = len(self._warmup_features) >= self.settings.warmup_windows
         if fitted:
             self._fit_baseline()
         return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
-                             0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means)
+                             0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means,
+                             context=self._context(signal, window, None))
 
     def _fit_baseline(self) -> None:
         """Select channels on the warm-up's signals, then fit the detectors on its windows' features."""
@@ -196,7 +247,8 @@ class HostPipeline:
             baseline = self._trimmed(baseline)
             self.ensemble = self._new_ensemble().fit(baseline)
         self._recent.extend(baseline[::self.settings.baseline_stride].astype(np.float32))
-        self._warmup_features, self._warmup_signals = [], []
+        self.watch.fit(np.vstack(self._warmup_means), self.settings.baseline_trim)
+        self._warmup_features, self._warmup_signals, self._warmup_means = [], [], []
         self.learning_since_ns = None
 
     def _new_ensemble(self) -> DetectorEnsemble:
@@ -231,6 +283,7 @@ class HostPipeline:
         due = (self.windows_seen + self.refit_phase) % self.settings.refit_every == 0
         if due and len(self._recent) >= min(self.settings.warmup_windows, self._recent.maxlen):
             self.ensemble.refit(np.asarray(self._recent, dtype=np.float64))
+            self.watch.refit()
             return True
         return False
 
@@ -239,14 +292,15 @@ class HostPipeline:
         return tuple(ranked_contributions(z, z, features, zscore.mean, zscore.scale, self.layout.names,
                                           self.settings.evidence_limit))
 
-    def _context(self, signal: np.ndarray, window: Window, z: np.ndarray) -> WindowContext:
-        """Retransmissions and segments in the window, traffic burstiness, and the co-occurring effects' |z|."""
+    def _context(self, signal: np.ndarray, window: Window, z: np.ndarray | None) -> WindowContext:
+        """Retransmissions and segments in the window, traffic burstiness, and the co-occurring effects' |z| (none
+        while the baseline is learned)."""
         steps = np.diff(window.timestamps_ns).astype(np.float64) / 1e9
         counted = lambda columns: float(np.nansum(signal[:, columns] * steps[:, None])) if columns else 0.0
         tx = np.nansum(signal[:, self._tx_bytes], axis=1) if self._tx_bytes else np.zeros(1)
         burstiness = float(np.std(tx) / np.mean(tx)) if np.mean(tx) > 0 else 0.0
-        return WindowContext(counted(self._retrans), counted(self._segments), burstiness,
-                             *(_largest(z, columns) for columns in self._effect_columns))
+        effects = [_largest(z, columns) for columns in self._effect_columns] if z is not None else []
+        return WindowContext(counted(self._retrans), counted(self._segments), burstiness, *effects)
 
     def state(self) -> dict:
         """The learned baseline (selection and fitted detectors) as JSON values, to survive a restart."""
@@ -254,16 +308,17 @@ class HostPipeline:
             raise RuntimeError("HostPipeline.state called before its baseline was learned")
         return {"signal_names": list(self.signal_names), "windows_seen": self.windows_seen,
                 "selection": self.selection.to_json() if self.selection else None,
-                "ensemble": self.ensemble.state()}
+                "ensemble": self.ensemble.state(), "bands": self.watch.bands.to_json()}
 
     def restore(self, state: dict) -> bool:
         """Take over a saved baseline if it was learned on the same channels; returns whether it was taken."""
-        if tuple(state["signal_names"]) != self.signal_names:
+        if tuple(state["signal_names"]) != self.signal_names or "bands" not in state:
             return False
         self.selection = Selection.from_json(state["selection"]) if state["selection"] else None
         self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)
         self._set_layout()
         self.ensemble = DetectorEnsemble.from_state(state["ensemble"])
+        self.watch.restore(ChannelBands.from_json(state["bands"]))
         self.windows_seen = state["windows_seen"]
         self.restored_through_ns = state.get("through_ns")
         return True

@@ -1,24 +1,20 @@
 """Retransmission classification (paper §6, injected packet loss): workload-intrinsic or fault-induced.
 
-The paper's observations: bursty, high-volume ML traffic retransmits on its own (thousands of retransmissions per
-fine-tuning run, in bursts, on every host), and injected loss did not multiply the counts by orders of magnitude;
-it changed their pattern. "When they co-occur with cross-subsystem effects (e.g., IRQ imbalance and GPU stalls),
-they are classified as fault-induced; when confined to workload traffic patterns, they are identified as
-workload-intrinsic." A window with retransmissions is therefore fault-induced when any of these holds:
-
-- its retransmissions per segment sit well above the host's own baseline rate (z ≥ rate_z);
-- an interrupt, CPU-frequency or GPU-power effect co-occurs on the host (|z| ≥ effect_z; at 1 % loss the paper saw
-  retransmission spikes with IRQ variance and Bzy_MHz oscillations);
-- it is confined to this host (peers were compared and none retransmitted) and the host's own traffic was not
-  bursty, so no burst of the workload explains it (a faulty link or port is local; congestion from collective
-  bursts is shared).
-
-Otherwise it is workload-intrinsic: in step with the host's traffic bursts, shared by peers, at a rate within the
-host's baseline.
+Bursty ML traffic retransmits on its own, and many of those retransmissions are spurious: the receiver had the
+segment already and says so with a DSACK. What a lossy link adds is segments really lost, at a rate per segment sent
+that the host's own history does not explain. Each host therefore keeps a count model: segments lost (retransmitted
+minus DSACK-confirmed spurious) per segment sent, learned from its windows from the first one on and following the
+traffic. Evidence that the rate has risen `rate_multiple`-fold accumulates window by window as a Poisson CUSUM; each
+window adds at most `step_cap` (one burst of the workload never decides alone, and each second of traffic is counted
+once although windows overlap). While the evidence is at `alarm` or more (and until it falls below half of it), the
+host's retransmitting windows are fault-induced, unless most of its peers are in alarm at the same time: congestion
+shared by the cluster is the workload's. Otherwise retransmissions are workload-intrinsic.
 """
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,118 +26,115 @@ FAULT_INDUCED = "fault-induced"
 
 @dataclass(frozen=True)
 class RetransWindow:
-    """One host's TCP retransmission context over one window."""
+    """One host's TCP context over one window: segments retransmitted, confirmed spurious (DSACK) and sent."""
 
     host: str
     window_id: int
     retransmits: float
     segments_out: float
-    traffic_burstiness: float
-    irq_z: float = 0.0
-    cpu_freq_z: float = 0.0
-    gpu_power_z: float = 0.0
+    spurious: float = 0.0
 
     @property
-    def retransmits_per_segment(self) -> float:
-        """Retransmitted over sent segments (Linux counts OutSegs without retransmissions, so this may exceed 1)."""
-        return float(self.retransmits) / float(np.fmax(self.segments_out, 1.0))
+    def lost(self) -> float:
+        """Retransmissions that were not spurious: the segments the network really lost."""
+        if not np.isfinite(self.retransmits):
+            return 0.0
+        return float(max(self.retransmits - (self.spurious if np.isfinite(self.spurious) else 0.0), 0.0))
 
-
-@dataclass(frozen=True)
-class RetransBaseline:
-    """A host's usual retransmissions per segment, from its baseline windows."""
-
-    mean_per_segment: float
-    std_per_segment: float
-
-    @classmethod
-    def fit(cls, retransmits: np.ndarray, segments_out: np.ndarray) -> RetransBaseline:
-        """The mean and spread of per-window rates (windows with non-finite counts take no part)."""
-        rates = np.asarray(retransmits, dtype=np.float64) / np.fmax(np.asarray(segments_out, dtype=np.float64), 1.0)
-        rates = rates[np.isfinite(rates)]
-        return cls(float(rates.mean()), float(rates.std())) if rates.size else cls(0.0, 0.0)
-
-    def z(self, rate: float, relative_floor: float = 0.1, absolute_floor: float = 1e-6) -> float:
-        """How far a rate sits above the baseline, in baseline spreads (floored so a quiet baseline stays sane)."""
-        scale = max(self.std_per_segment, relative_floor * abs(self.mean_per_segment), absolute_floor)
-        return (rate - self.mean_per_segment) / scale
+    @property
+    def sent(self) -> float:
+        return float(self.segments_out) if np.isfinite(self.segments_out) and self.segments_out > 0 else 0.0
 
 
 @dataclass(frozen=True)
 class RetransRules:
-    """Thresholds of the classification: baseline z of the rate, |z| of an effect, CV of a burst, peer share."""
+    """The count model's settings: the rise it looks for, evidence per alarm, per-window cap, history, peer share."""
 
-    rate_z: float = 3.0
-    effect_z: float = 3.0
-    bursty_cv: float = 0.5
+    rate_multiple: float = 4.0
+    alarm: float = 9.0
+    step_cap: float = 2.0
+    overlap: float = 3.0
+    history_windows: int = 600
+    prior_segments: float = 1e4
+    prior_lost: float = 1.0
     shared_fraction: float = 0.5
+
+    def __post_init__(self):
+        if self.rate_multiple <= 1 or self.alarm <= 0 or self.step_cap <= 0 or self.overlap < 1:
+            raise ValueError("rate_multiple must exceed 1; alarm and step_cap must be > 0; overlap ≥ 1")
 
 
 @dataclass(frozen=True)
 class RetransVerdict:
-    """The category of one host-window's retransmissions, why, and how far the rate sits above baseline."""
+    """The category of one host-window's retransmissions, why, and how far the loss sits above expectation (in
+    Poisson standard deviations)."""
 
     host: str
     window_id: int
     category: str
     reason: str
     rate_z: float
+    evidence: float = 0.0
 
 
-def classify(window: RetransWindow, peers: list[RetransWindow], baseline: RetransBaseline,
-             rules: RetransRules = RetransRules()) -> RetransVerdict:
-    """Whether the window's retransmissions are the workload's own, a fault's, or absent.
+class RetransMonitor:
+    """One host's count model and accumulated evidence of loss."""
 
-    >>> base = RetransBaseline(1e-4, 2e-5)
-    >>> classify(RetransWindow("h1", 7, 50, 1e5, 0.1, irq_z=8.0), [], base).category
-    'fault-induced'
+    def __init__(self, rules: RetransRules = RetransRules()):
+        self.rules = rules
+        self.evidence = 0.0
+        self.alarmed = False
+        self._history: deque = deque(maxlen=rules.history_windows)
+        self._lost = 0.0
+        self._sent = 0.0
+
+    @property
+    def loss_rate(self) -> float:
+        """Lost segments per segment sent, from the history and a weak prior (so a clean start is not zero)."""
+        return (self._lost + self.rules.prior_lost) / (self._sent + self.rules.prior_segments)
+
+    def observe(self, window: RetransWindow) -> tuple[bool, float]:
+        """Add one window; returns whether the host is in alarm and the window's loss z."""
+        expected = self.loss_rate * window.sent
+        lost = window.lost
+        step = (lost * math.log(self.rules.rate_multiple) - (self.rules.rate_multiple - 1) * expected)
+        self.evidence = max(0.0, self.evidence + min(step / self.rules.overlap, self.rules.step_cap))
+        threshold = self.rules.alarm / 2 if self.alarmed else self.rules.alarm
+        self.alarmed = self.evidence >= threshold
+        if not self.alarmed:
+            self._learn(lost, window.sent)
+        return self.alarmed, (lost - expected) / math.sqrt(max(expected, 1.0))
+
+    def _learn(self, lost: float, sent: float) -> None:
+        if len(self._history) == self._history.maxlen:
+            old_lost, old_sent = self._history[0]
+            self._lost -= old_lost
+            self._sent -= old_sent
+        self._history.append((lost, sent))
+        self._lost += lost
+        self._sent += sent
+
+
+def classify(window: RetransWindow, alarmed: bool, loss_z: float, peers_alarmed: int, peers: int,
+             monitor: RetransMonitor) -> RetransVerdict:
+    """The verdict of one window given its host's alarm state and how many of its peers are in alarm.
+
+    >>> m = RetransMonitor()
+    >>> classify(RetransWindow("h1", 7, 12, 6000, 12), False, 0.0, 0, 5, m).category
+    'workload-intrinsic'
     """
     if not np.isfinite(window.retransmits) or window.retransmits <= 0:
-        return RetransVerdict(window.host, window.window_id, NONE, "no retransmissions in the window", 0.0)
-    rate = window.retransmits_per_segment
-    rate_z = baseline.z(rate)
-    faults = _fault_reasons(window, peers, rate, rate_z, rules)
-    if faults:
-        return RetransVerdict(window.host, window.window_id, FAULT_INDUCED, "; ".join(faults), rate_z)
-    return RetransVerdict(window.host, window.window_id, WORKLOAD_INTRINSIC,
-                          "; ".join(_workload_reasons(window, peers, rate, rate_z, rules)), rate_z)
-
-
-def _fault_reasons(window: RetransWindow, peers: list[RetransWindow], rate: float, rate_z: float,
-                   rules: RetransRules) -> list[str]:
-    reasons = []
-    if rate_z >= rules.rate_z:
-        reasons.append(f"{rate:.3g} retransmits per segment, {rate_z:.1f}σ above the host's baseline")
-    effects = {"IRQ/softirq": window.irq_z, "CPU frequency": window.cpu_freq_z, "GPU power": window.gpu_power_z}
-    strong = [f"{name} z={z:+.1f}" for name, z in effects.items() if np.isfinite(z) and abs(z) >= rules.effect_z]
-    if strong:
-        reasons.append("co-occurs with " + ", ".join(strong))
-    others = _others(window, peers)
-    if others and _retransmitting(others) == 0 and not _bursty(window, rules):
-        reasons.append(f"confined to this host (none of {len(others)} peers retransmitted) without a traffic burst")
-    return reasons
-
-
-def _workload_reasons(window: RetransWindow, peers: list[RetransWindow], rate: float, rate_z: float,
-                      rules: RetransRules) -> list[str]:
-    reasons = [f"{rate:.3g} retransmits per segment, within the host's baseline (z={rate_z:+.1f})"]
-    if _bursty(window, rules):
-        reasons.append(f"in step with a traffic burst (CV {window.traffic_burstiness:.2f})")
-    others = _others(window, peers)
-    if others:
-        shared = _retransmitting(others)
-        verb = "shared by" if shared >= rules.shared_fraction * len(others) else "seen on"
-        reasons.append(f"{verb} {shared} of {len(others)} peers")
-    return reasons
-
-
-def _others(window: RetransWindow, peers: list[RetransWindow]) -> list[RetransWindow]:
-    return [p for p in peers if p.host != window.host]
-
-
-def _retransmitting(peers: list[RetransWindow]) -> int:
-    return sum(1 for p in peers if np.isfinite(p.retransmits) and p.retransmits > 0)
-
-
-def _bursty(window: RetransWindow, rules: RetransRules) -> bool:
-    return bool(np.isfinite(window.traffic_burstiness) and window.traffic_burstiness >= rules.bursty_cv)
+        return RetransVerdict(window.host, window.window_id, NONE, "no retransmissions in the window", 0.0,
+                              monitor.evidence)
+    counts = (f"{window.lost:.0f} of {window.retransmits:.0f} retransmitted segments lost (the rest DSACK-confirmed "
+              f"spurious) against {monitor.loss_rate * window.sent:.2f} expected from {window.sent:.0f} sent")
+    shared = peers > 0 and peers_alarmed >= monitor.rules.shared_fraction * peers
+    if alarmed and not shared:
+        return RetransVerdict(window.host, window.window_id, FAULT_INDUCED,
+                              f"{counts}; loss has stayed {monitor.rules.rate_multiple:g}× above the host's usual "
+                              f"{monitor.loss_rate:.2g} per segment (evidence {monitor.evidence:.1f})", loss_z,
+                              monitor.evidence)
+    why = (f"shared by {peers_alarmed} of {peers} peers (congestion of the job)" if alarmed
+           else "within the host's usual loss per segment")
+    return RetransVerdict(window.host, window.window_id, WORKLOAD_INTRINSIC, f"{counts}; {why}", loss_z,
+                          monitor.evidence)

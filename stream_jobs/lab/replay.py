@@ -112,6 +112,8 @@ def anomaly_kind(anomaly: Anomaly) -> str:
         return "peer"
     if "retransmissions" in anomaly.detectors:
         return "retransmissions"
+    if "configuration" in anomaly.detectors:
+        return "configuration"
     return "anomaly"
 
 

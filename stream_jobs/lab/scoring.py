@@ -35,7 +35,8 @@ DETECTION_GRACE_S = 10.0
 PACKET_LOSS = "packet_loss"
 FAULT_INDUCED, WORKLOAD_INTRINSIC, NO_RETRANSMISSIONS = "fault-induced", "workload-intrinsic", "none"
 RETRANSMISSION_CATEGORIES = (WORKLOAD_INTRINSIC, FAULT_INDUCED, NO_RETRANSMISSIONS)
-SOURCES = {"anomaly": "host_detectors", "peer": "peer", "retransmissions": "retransmissions", "regime": "regime"}
+SOURCES = {"anomaly": "host_detectors", "peer": "peer", "retransmissions": "retransmissions", "regime": "regime",
+           "configuration": "configuration"}
 HEADLINE = ("strict_recall", "chance_recall", "precision", "f1", "delay_p50_s", "false_alerts_per_host_hour",
             "clean_host_hours", "retransmission_balanced_accuracy", "attribution_top1", "faults_took_effect")
 COUNT_METRICS = frozenset({"faults", "faults_took_effect", "detected", "incidents", "clean_incidents",

@@ -12,7 +12,8 @@ T0 = 1_700_000_000_000_000_000
 
 def run_cluster(hosts: int, misconfigured: str | None, frames: int = 600):
     """Hosts of one cluster; the misconfigured one reports 1.5× the memory of its peers (a static channel)."""
-    host_stage, cluster_stage = HostStage(EngineSettings(warmup_windows=20)), ClusterStage()
+    host_stage = HostStage(EngineSettings(warmup_windows=20))
+    cluster_stage = ClusterStage(comparator_settings={"learn_windows": 10, "persist_windows": 5})
     streams = []
     for index in range(hosts):
         catalog = synthetic_catalog(f"h{index}", cluster="train-a")
@@ -34,12 +35,12 @@ def run_cluster(hosts: int, misconfigured: str | None, frames: int = 600):
     return anomalies + final.anomalies, alerts + final.alerts
 
 
-def test_a_host_apart_from_its_peers_is_an_anomaly_with_an_alert():
+def test_a_host_configured_unlike_its_peers_is_one_configuration_finding():
     anomalies, alerts = run_cluster(4, "h2")
-    assert anomalies and {a.host for a in anomalies} == {"h2"}
-    assert all(a.detectors == ("peer",) and a.evidence[0].channel == "mem.MemTotal" for a in anomalies)
-    states = [a.state for a in alerts if a.host == "h2" and a.kind == "peer"]
-    assert states[0] == "open" and states[-1] == "closed"
+    [finding] = anomalies
+    assert (finding.host, finding.detectors, finding.evidence[0].channel) == ("h2", ("configuration",), "mem.MemTotal")
+    assert "configured unlike its 3 peers" in finding.claim
+    assert [(a.host, a.kind, a.state) for a in alerts] == [("h2", "configuration", "closed")]
 
 
 def test_identical_hosts_raise_no_peer_anomaly():
@@ -84,7 +85,7 @@ def _summaries_by_host(hosts: int, frames: int = 900) -> dict[str, list]:
 
 
 def _outputs(order) -> tuple:
-    stage = ClusterStage()
+    stage = ClusterStage(comparator_settings={"learn_windows": 10, "persist_windows": 5})
     anomalies, alerts, verdicts = [], [], []
     for summary in order:
         output = stage.on_host_window(summary)

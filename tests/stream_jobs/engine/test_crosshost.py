@@ -19,41 +19,67 @@ def window(window_id, hugepages=(512, 512, 512, 512), seed=0):
     return summaries
 
 
-def test_a_host_with_ten_times_the_hugepages_is_a_finding_after_persist_windows():
-    comparator = PeerComparator(persist_windows=5)
-    results = [comparator.compare(w, window(w, hugepages=(512, 512, 5120, 512))) for w in range(7)]
-    assert results[:4] == [[]] * 4
-    finding = results[4][0]
-    assert (finding.host, finding.window_id, finding.persisted_windows, finding.peers) == ("h2", 4, 5, 3)
+def test_a_host_with_ten_times_the_hugepages_is_one_configuration_finding_not_a_deviation():
+    comparator = PeerComparator(persist_windows=5, learn_windows=10)
+    results = [comparator.compare(w, window(w, hugepages=(512, 512, 5120, 512))) for w in range(40)]
+    assert results == [[]] * 40
+    [difference] = [d for d in comparator.take_configuration()]
+    assert (difference.host, difference.window_id, difference.channels) == ("h2", 9, ("mem.HugePages_Total",))
+    assert difference.values == (5120.0,) and difference.peer_values == (512.0,) and difference.peers == 3
+    assert match_signature([], difference.as_dict()) == HUGEPAGES_INCONSISTENCY
+    assert comparator.take_configuration() == []
+
+
+def test_a_host_leaving_its_usual_offset_is_a_finding_after_persist_windows():
+    comparator = PeerComparator(persist_windows=5, learn_windows=10)
+    results = [comparator.compare(w, window(w)) for w in range(10)]
+    results += [comparator.compare(w, window(w, hugepages=(512, 512, 5120, 512))) for w in range(10, 17)]
+    assert results[:14] == [[]] * 14
+    finding = results[14][0]
+    assert (finding.host, finding.window_id, finding.persisted_windows, finding.peers) == ("h2", 14, 5, 3)
     assert finding.channels == ("mem.HugePages_Total",) and finding.z[0] > 100
-    assert [f.persisted_windows for f in results[6]] == [7]
+    assert [f.persisted_windows for f in results[16]] == [7]
     assert match_signature([], finding.as_dict()) == HUGEPAGES_INCONSISTENCY
 
 
+def test_a_rank_with_a_steady_offset_of_its_own_is_no_finding():
+    comparator = PeerComparator(persist_windows=3, learn_windows=10)
+    rng = np.random.default_rng(5)
+    for w in range(300):
+        values = [np.array([512.0, 2e11, 60.0 + 20.0 * (h == 1), 1e9]) * (1 + 0.01 * rng.normal(size=4))
+                  for h in range(4)]
+        assert comparator.compare(w, [HostSummary(f"h{h}", w, NAMES, v) for h, v in enumerate(values)]) == []
+
+
 def test_identical_hosts_give_no_finding_and_zero_z():
-    comparator = PeerComparator(persist_windows=2)
+    comparator = PeerComparator(persist_windows=2, learn_windows=10)
     summaries = [HostSummary(f"h{i}", 1, NAMES, np.array([512.0, 2e11, 60.0, 1e9])) for i in range(4)]
     assert comparator.scores(summaries).z.tolist() == [[0.0] * 4] * 4
-    assert all(comparator.compare(w, summaries) == [] for w in range(10))
+    assert all(comparator.compare(w, summaries) == [] for w in range(30))
+    assert comparator.take_configuration() == []
 
 
 def test_a_transient_deviation_is_not_a_finding():
-    comparator = PeerComparator(persist_windows=5)
-    odd = [(512, 512, 5120, 512) if w in (3, 4, 5, 9) else (512,) * 4 for w in range(20)]
-    assert all(comparator.compare(w, window(w, hugepages=odd[w])) == [] for w in range(20))
+    comparator = PeerComparator(persist_windows=5, learn_windows=10)
+    odd = [(512, 512, 5120, 512) if w in (13, 14, 15, 19) else (512,) * 4 for w in range(30)]
+    assert all(comparator.compare(w, window(w, hugepages=odd[w])) == [] for w in range(30))
 
 
 def test_a_missed_window_restarts_the_count():
-    comparator = PeerComparator(persist_windows=3)
+    comparator = PeerComparator(persist_windows=3, learn_windows=10)
+    for w in range(10):
+        comparator.compare(w, window(w))
     skewed = (512, 512, 5120, 512)
-    assert [comparator.compare(w, window(w, skewed)) for w in (0, 1, 3, 4)] == [[]] * 4
-    assert comparator.compare(5, window(5, skewed))[0].host == "h2"
+    assert [comparator.compare(w, window(w, skewed)) for w in (10, 11, 13, 14)] == [[]] * 4
+    assert comparator.compare(15, window(15, skewed))[0].host == "h2"
 
 
 def test_too_few_peers_give_nothing():
-    comparator = PeerComparator(min_peers=2, persist_windows=1)
+    comparator = PeerComparator(min_peers=2, persist_windows=1, learn_windows=10)
     assert comparator.compare(1, window(1, hugepages=(512, 5120))) == []
-    assert comparator.compare(2, window(2, hugepages=(512, 512, 5120)))[0].host == "h2"
+    for w in range(2, 12):
+        assert comparator.compare(w, window(w, hugepages=(512, 512, 512))) == []
+    assert comparator.compare(12, window(12, hugepages=(512, 512, 5120)))[0].host == "h2"
 
 
 def test_hosts_are_aligned_on_their_common_channels():
@@ -72,14 +98,16 @@ def test_hosts_with_the_same_channels_keep_their_order_and_values():
     assert common_matrix(summaries)[0] == names
     np.testing.assert_array_equal(common_matrix(summaries)[1], [[1.0, 2.0], [5.0, 10.0]])
 
-def test_a_channel_set_change_carries_the_streaks_of_the_channels_that_remain():
-    comparator = PeerComparator(persist_windows=3)
-    skewed = (512, 512, 5120, 512)
-    comparator.compare(0, window(0, skewed))
-    comparator.compare(1, window(1, skewed))
-    reordered = [HostSummary(s.host, 2, s.names[::-1] + ("new.channel",), np.append(s.values[::-1], 1.0))
-                 for s in window(2, skewed)]
-    assert comparator.compare(2, reordered)[0].channels == ("mem.HugePages_Total",)
+def test_a_channel_set_change_learns_the_offsets_again():
+    comparator = PeerComparator(persist_windows=1, learn_windows=10)
+    for w in range(10):
+        comparator.compare(w, window(w))
+    reordered = lambda w, pages: [HostSummary(s.host, w, s.names[::-1] + ("new.channel",), np.append(s.values[::-1], 1.0))
+                                  for s in window(w, pages)]
+    assert comparator.compare(10, reordered(10, (512, 512, 5120, 512))) == []
+    for w in range(11, 21):
+        comparator.compare(w, reordered(w, (512,) * 4))
+    assert comparator.compare(21, reordered(21, (512, 512, 5120, 512)))[0].channels == ("mem.HugePages_Total",)
 
 
 def test_a_host_listed_twice_is_an_error():

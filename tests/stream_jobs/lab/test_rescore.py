@@ -9,7 +9,7 @@ from producers.recording import RecordingWriter
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from stream_jobs.cli.lab import expand_runs
 from stream_jobs.lab.ingest import THRESHOLD_MODES, load_run, rescore_run
-from stream_jobs.lab.scoring import HEADLINE
+from stream_jobs.lab.scoring import HEADLINE, SOURCES
 from stream_jobs.lab.truth import FaultLabel, write_truth
 
 START_NS = 1_790_000_000_000_000_000
@@ -43,7 +43,7 @@ def test_rescoring_writes_every_headline_figure_for_both_modes_and_is_repeatable
     assert second["outputs"] == "rescore" and second["judged_s"] == 60 and second["hosts"] == 2
     for mode in THRESHOLD_MODES:
         assert set(HEADLINE) <= set(second["scores"][mode])
-        assert set(second["scores"][mode]["by_source"]) == {"host_detectors", "peer", "retransmissions", "regime"}
+        assert set(second["scores"][mode]["by_source"]) == set(SOURCES.values())
     assert first["scores"] == again["scores"]
     assert first["scores"]["calibrated"]["strict_recall"] == 1.0
 

@@ -1,0 +1,214 @@
+"""Every channel watched on its own: a per-channel envelope learned from the baseline's window means, followed as it
+drifts, with effect floors in the channel's own units, and persistence before a channel counts as departed.
+
+The multivariate detectors see only the channels selection keeps, and average a departure over all of them; an
+operator's fault often moves one or two channels far (a burner on one container's CPU time, a flood on one
+protocol counter). Each channel therefore keeps the band its window means stayed in over the baseline (low and high
+quantiles, so rare baseline excursions such as a checkpoint's writes are inside it) and its median and robust
+spread. A window departs on a channel when its mean leaves the band by at least the band's own width (floored at a
+share of the channel's level, and, for counters that never moved, at a minimum number of events per window), so
+noise in a near-constant channel is not an event. A channel counts only once it has departed in `persist_windows`
+consecutive windows: one instant's burst appears in every overlapping window that holds it, never in more.
+
+Bands follow slow drift: every `history_stride`-th window is kept with the channels that stayed in their bands, and
+the bands are learned again from them whenever the host's baseline is refreshed, so page cache that grows over hours moves the band with it while a
+fault, which departs, does not become normal while it lasts. A channel that has stayed out of its band for
+`adopt_after` windows has changed level for good (a new job phase, a configuration change): its band is widened to
+take in the new level, and the channel stops counting.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """How bands are learned and how far and how long a channel must leave its band to count."""
+
+    low_quantile: float = 0.005
+    high_quantile: float = 0.995
+    relative_floor: float = 0.05
+    min_events: float = 5.0
+    departure: float = 1.0
+    persist_windows: int = 4
+    history_stride: int = 5
+    history_windows: int = 720
+    adopt_after: int = 600
+
+    def __post_init__(self):
+        if not 0 <= self.low_quantile < self.high_quantile <= 1:
+            raise ValueError(f"low_quantile {self.low_quantile} and high_quantile {self.high_quantile} must satisfy "
+                             "0 ≤ low < high ≤ 1")
+        if self.adopt_after <= self.persist_windows:
+            raise ValueError(f"adopt_after {self.adopt_after} must exceed persist_windows {self.persist_windows}")
+        if self.persist_windows < 1 or self.history_stride < 1 or self.history_windows < 10:
+            raise ValueError("persist_windows and history_stride must be ≥ 1, history_windows ≥ 10")
+        if not (self.departure > 0 and self.relative_floor >= 0 and self.min_events >= 0):
+            raise ValueError("departure must be > 0; relative_floor and min_events ≥ 0")
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelBands:
+    """Each channel's baseline band [low, high], the width a departure is measured in, median and robust spread."""
+
+    low: np.ndarray
+    high: np.ndarray
+    width: np.ndarray
+    median: np.ndarray
+    sigma: np.ndarray
+
+    @classmethod
+    def fit(cls, means: np.ndarray, event_floor: np.ndarray, settings: WatchSettings, trim: float = 0.0) -> ChannelBands:
+        """Bands of window means (windows × channels); `event_floor` is each channel's smallest meaningful width in
+        its own units (0 for none). A channel never read in the baseline gets an empty band: it is not judged.
+        `trim` leaves that share of each channel's most extreme windows out of its band (half on each side), for a
+        baseline that may itself hold anomalies, such as a run judged against itself."""
+        low_quantile = max(settings.low_quantile, trim / 2)
+        high_quantile = min(settings.high_quantile, 1 - trim / 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = np.nanquantile(means, [low_quantile, high_quantile], axis=0)
+            median = np.nanmedian(means, axis=0)
+            sigma = MAD_TO_SIGMA * np.nanmedian(np.abs(means - median), axis=0)
+        width = np.fmax(np.fmax(high - low, settings.relative_floor * np.abs(median)), event_floor)
+        width = np.where(width > 0, width, np.nan)
+        sigma = np.fmax(sigma, width / 6.0)
+        return cls(low, high, width, median, sigma)
+
+    def departure(self, means: np.ndarray) -> np.ndarray:
+        """How far each channel's mean lies outside its band, in band widths: positive above, negative below, 0
+        inside, and 0 where either side is unknown."""
+        with np.errstate(invalid="ignore"):
+            above = (means - self.high) / self.width
+            below = (means - self.low) / self.width
+        return np.nan_to_num(np.where(above > 0, above, np.where(below < 0, below, 0.0)), nan=0.0)
+
+    def z(self, means: np.ndarray) -> np.ndarray:
+        """(mean − median) / robust spread, uncapped; 0 where unknown."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.nan_to_num((means - self.median) / self.sigma, nan=0.0, posinf=0.0, neginf=0.0)
+
+    def to_json(self) -> dict:
+        return {name: [None if not np.isfinite(v) else float(v) for v in getattr(self, name)]
+                for name in ("low", "high", "width", "median", "sigma")}
+
+    @classmethod
+    def from_json(cls, data: dict) -> ChannelBands:
+        return cls(*(np.array([np.nan if v is None else v for v in data[name]], dtype=np.float64)
+                     for name in ("low", "high", "width", "median", "sigma")))
+
+
+@dataclass(frozen=True, eq=False)
+class WatchVerdict:
+    """One window on every channel: signed departure in band widths, z, runs of departing windows, and which
+    channels have persisted (the window's finding)."""
+
+    departure: np.ndarray
+    z: np.ndarray
+    streak: np.ndarray
+    persisted: np.ndarray
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.persisted.any())
+
+    @property
+    def severity(self) -> float:
+        """The largest |departure| among persisted channels (0 when none)."""
+        return float(np.abs(self.departure[self.persisted]).max(initial=0.0))
+
+
+class ChannelWatch:
+    """Bands for every channel of one host, persistence runs, and the history the bands are refreshed from."""
+
+    def __init__(self, event_floor: np.ndarray, settings: WatchSettings = WatchSettings()):
+        self.event_floor = np.asarray(event_floor, dtype=np.float64)
+        self.settings = settings
+        self.bands: ChannelBands | None = None
+        self.streak = np.zeros(len(self.event_floor), dtype=np.int64)
+        self._history: deque = deque(maxlen=max(10, settings.history_windows // settings.history_stride))
+        self._recent: deque = deque(maxlen=max(2, settings.adopt_after // settings.history_stride))
+        self._windows = 0
+
+    def fit(self, baseline_means: np.ndarray, trim: float = 0.0) -> ChannelWatch:
+        """Learn the bands from the baseline's window means (windows × channels), `trim` as in ChannelBands.fit."""
+        self.bands = ChannelBands.fit(np.asarray(baseline_means, dtype=np.float64), self.event_floor, self.settings,
+                                      trim)
+        self._history.clear()
+        self._history.extend(np.asarray(baseline_means, dtype=np.float32)[::-self.settings.history_stride][::-1])
+        self.streak[:] = 0
+        return self
+
+    def restore(self, bands: ChannelBands) -> None:
+        """Take over saved bands (a worker restarting); persistence runs start from zero."""
+        self.bands = bands
+        self.streak[:] = 0
+
+    def judge(self, means: np.ndarray) -> WatchVerdict:
+        """Judge one window's channel means; windows that do not depart join the history, and the bands are learned
+        again from it every `refit_every` windows."""
+        if self.bands is None:
+            raise RuntimeError("ChannelWatch.judge called before fit")
+        departure = self.bands.departure(means)
+        departing = np.abs(departure) >= self.settings.departure
+        self.streak = np.where(departing, self.streak + 1, 0)
+        persisted = self.streak >= self.settings.persist_windows
+        verdict = WatchVerdict(departure, self.bands.z(means), self.streak.copy(), persisted)
+        self._remember(means, departing)
+        self._adopt(self.streak >= self.settings.adopt_after)
+        return verdict
+
+    def _adopt(self, changed: np.ndarray) -> None:
+        """Widen the bands of channels that left them for good to take in their recent level."""
+        if not changed.any() or len(self._recent) < 2:
+            return
+        recent = np.asarray(self._recent, dtype=np.float64)[:, changed]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            recent_low, recent_high = np.nanquantile(recent, [self.settings.low_quantile,
+                                                              self.settings.high_quantile], axis=0)
+        low, high, width = self.bands.low.copy(), self.bands.high.copy(), self.bands.width.copy()
+        median = self.bands.median.copy()
+        low[changed], high[changed] = np.fmin(low[changed], recent_low), np.fmax(high[changed], recent_high)
+        width[changed] = np.fmax(width[changed], high[changed] - low[changed])
+        median[changed] = np.nanmedian(recent, axis=0)
+        self.bands = ChannelBands(low, high, width, median, np.fmax(self.bands.sigma, width / 6.0))
+        self.streak[changed] = 0
+
+    def _remember(self, means: np.ndarray, departing: np.ndarray) -> None:
+        """Keep every `history_stride`-th window: for the history only the channels that stayed in their bands,
+        for adoption all of them."""
+        self._windows += 1
+        if self._windows % self.settings.history_stride == 0:
+            self._recent.append(np.asarray(means, dtype=np.float32))
+            self._history.append(np.where(departing, np.nan, means).astype(np.float32))
+
+    def refit(self) -> bool:
+        """Learn the bands again from the history (a channel with too few windows in it keeps its band); the
+        caller decides when, so that a replay refits where the live run did."""
+        if len(self._history) < 10:
+            return False
+        history = np.asarray(self._history, dtype=np.float64)
+        fresh = ChannelBands.fit(history, self.event_floor, self.settings)
+        keep = np.isfinite(history).sum(axis=0) < 10
+        self.bands = ChannelBands(*(np.where(keep, getattr(self.bands, name), getattr(fresh, name))
+                                    for name in ("low", "high", "width", "median", "sigma")))
+        return True
+
+    @property
+    def longest_run(self) -> int:
+        """The longest current run of departing windows among the channels."""
+        return int(self.streak.max(initial=0))
+
+
+def event_floor(cumulative: np.ndarray, window_s: float, min_events: float) -> np.ndarray:
+    """The smallest meaningful band width per channel: `min_events` per window, as a rate, for counters (whose
+    signal is a rate per second); none for gauges, whose floor is relative to their level."""
+    return np.where(np.asarray(cumulative, dtype=bool), min_events / window_s, 0.0)
