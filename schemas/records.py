@@ -11,6 +11,7 @@ import numpy as np
 from schemas.codec import AvroCodec, DecodeError, load_schema
 
 VALUE_DTYPE = np.dtype("<f8")
+DEPARTURE_DTYPE = np.dtype("<f4")
 SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
 CHANNEL_KINDS = ("gauge", "counter", "event", "static")
 
@@ -158,6 +159,15 @@ class Alert:
     kind: str = "anomaly"
 
 
+@dataclass(frozen=True)
+class PersistedChannel:
+    """A channel that has stayed outside its baseline band long enough to count (see HostWindow.persisted)."""
+
+    index: int
+    z: float
+    subsystem: str
+
+
 @dataclass(frozen=True, eq=False)
 class HostWindow:
     """One host's summary of one window, for the cluster stage (see host_window.avsc)."""
@@ -178,12 +188,16 @@ class HostWindow:
     irq_z: float
     cpu_freq_z: float
     gpu_power_z: float
+    departures: np.ndarray | None = None
+    persisted: tuple[PersistedChannel, ...] = ()
 
     def to_record(self) -> dict:
         joined = _joined_names(self.names)
+        departures = b"" if self.departures is None else np.asarray(self.departures, DEPARTURE_DTYPE).tobytes()
         return {**{f: getattr(self, f) for f in self.__dataclass_fields__},
                 "names": [] if joined else list(self.names), "joined_names": joined or b"",
-                "means": np.asarray(self.means, dtype=VALUE_DTYPE).tobytes()}
+                "means": np.asarray(self.means, dtype=VALUE_DTYPE).tobytes(), "departures": departures,
+                "persisted": [asdict(p) for p in self.persisted]}
 
 
 @lru_cache(maxsize=512)
@@ -316,4 +330,19 @@ def decode_host_window(message: bytes) -> HostWindow:
     if means is None or len(means) != len(names):
         raise DecodeError(f"host window of {record['host']!r}: {len(record['means'])} mean bytes for "
                           f"{len(names)} names")
-    return HostWindow(**(record | {"names": names, "means": means}))
+    departures = _departures(record, len(names))
+    persisted = tuple(PersistedChannel(**p) for p in record.pop("persisted", []))
+    if any(not 0 <= p.index < len(names) for p in persisted):
+        raise DecodeError(f"host window of {record['host']!r}: a persisted channel's index is outside its "
+                          f"{len(names)} names")
+    return HostWindow(**(record | {"names": names, "means": means, "departures": departures,
+                                   "persisted": persisted}))
+
+
+def _departures(record: dict, names: int) -> np.ndarray | None:
+    raw = record.pop("departures", b"")
+    if not raw:
+        return None
+    if len(raw) != names * DEPARTURE_DTYPE.itemsize:
+        raise DecodeError(f"host window of {record['host']!r}: {len(raw)} departure bytes for {names} names")
+    return np.frombuffer(raw, dtype=DEPARTURE_DTYPE)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from schemas.records import Alert, Anomaly, Evidence, HostWindow
+from schemas.records import Alert, Anomaly, Evidence, HostWindow, PersistedChannel
 from stream_jobs.engine.crosshost import ConfigurationDifference, HostSummary, PeerComparator, PeerDeviation
 from stream_jobs.engine.incidents import IncidentTracker
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransVerdict, RetransWindow, classify
@@ -28,6 +28,10 @@ from stream_jobs.offline.host_tables import subsystem_for
 STALE_WINDOWS = 30
 # Linux counts the retransmissions a receiver confirmed as needless (it had the segment) under this counter.
 SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
+# A channel that leaves its band on this many other hosts of the cluster at once moved with the job (a synchronised
+# checkpoint, a new epoch, a change on shared infrastructure), not because of something on this host.
+SHARED_BY_HOSTS = 2
+EVIDENCE_LIMIT = 5
 
 
 @dataclass
@@ -106,7 +110,7 @@ class ClusterStage:
         hosts = sorted(summaries)
         findings = {f.host: f for f in comparator.compare(
             window_id, [HostSummary(h, window_id, summaries[h].names, summaries[h].means) for h in hosts])}
-        output = ClusterOutput()
+        output = self._host_incidents(cluster, [summaries[h] for h in hosts])
         for difference in comparator.take_configuration():
             anomaly = configuration_anomaly(summaries[difference.host], difference)
             output.anomalies.append(anomaly)
@@ -122,6 +126,21 @@ class ClusterStage:
                                            [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
             output.alerts += [_tracked_alert(e, cluster) for e in events]
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
+        return output
+
+    def _host_incidents(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
+        """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
+        incidents of the host detectors."""
+        output = ClusterOutput()
+        for summary in summaries:
+            own = own_departures(summary, [s for s in summaries if s is not summary])
+            order = sorted(own, key=lambda p: (-abs(float(summary.departures[p.index])), p.index))
+            evidence = [(summary.names[p.index], "mean", p.z) for p in order[:EVIDENCE_LIMIT]]
+            severity = max((abs(float(summary.departures[p.index])) for p in own), default=0.0)
+            events = self.incidents.update(summary.host, summary.window_id, summary.window_start_ns,
+                                           summary.window_end_ns, bool(own), severity,
+                                           departure_subsystem(summary, own), evidence)
+            output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
     def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
@@ -142,6 +161,42 @@ class ClusterStage:
                 [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
             output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
+
+
+def own_departures(summary: HostWindow, peers: list[HostWindow]) -> list[PersistedChannel]:
+    """The host's persisted channels that fewer than SHARED_BY_HOSTS of its peers (all of them, in a smaller
+    cluster) left their bands on, in the same direction, in the same window."""
+    if not summary.persisted or summary.departures is None:
+        return []
+    needed = min(SHARED_BY_HOSTS, len(peers))
+    if needed == 0:
+        return list(summary.persisted)
+    positions = [_positions(peer, summary.names) for peer in peers]
+    own = []
+    for persisted in summary.persisted:
+        direction = np.sign(summary.departures[persisted.index])
+        shared = sum(1 for peer, position in zip(peers, positions) if peer.departures is not None
+                     and position[persisted.index] >= 0
+                     and direction * peer.departures[position[persisted.index]] >= 1.0)
+        if shared < needed:
+            own.append(persisted)
+    return own
+
+
+def _positions(peer: HostWindow, names: tuple[str, ...]) -> np.ndarray:
+    """Where each of `names` sits in the peer's channels (−1 where the peer lacks it)."""
+    if peer.names == names:
+        return np.arange(len(names))
+    index = {name: i for i, name in enumerate(peer.names)}
+    return np.array([index.get(name, -1) for name in names], dtype=np.int64)
+
+
+def departure_subsystem(summary: HostWindow, own: list[PersistedChannel]) -> str:
+    """The subsystem of the host's own departures, each weighing log(1 + its departure)."""
+    weight: dict[str, float] = defaultdict(float)
+    for persisted in own:
+        weight[persisted.subsystem] += float(np.log1p(abs(float(summary.departures[persisted.index]))))
+    return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else ""
 
 
 def retrans_window(summary: HostWindow) -> RetransWindow:

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from schemas.records import Alert, Anomaly, Catalog, Evidence, Frame, HostWindow
+from schemas.records import Alert, Anomaly, Catalog, Evidence, Frame, HostWindow, PersistedChannel
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.host_pipeline import (EngineSettings, HostPipeline, WindowContext, WindowVerdict,
                                               refit_phase)
@@ -65,7 +65,8 @@ class HostStage:
         self.catalogs: dict[str, dict[int, Catalog]] = defaultdict(dict)
         self.pipelines: dict[str, tuple[int, HostPipeline]] = {}
         self.counters = StageCounters()
-        # the channel watch already asks for persistence; an incident stays open across short quiet gaps
+        # workload changes are told here; the host's anomalies become incidents in the cluster stage, which sets
+        # aside what the host's peers share
         self.incidents = IncidentTracker(open_after=1, close_after=10)
         self.regimes = RegimeDetector()
         self._held: dict[str, deque[Frame]] = defaultdict(deque)
@@ -122,11 +123,11 @@ class HostStage:
             self._report_baseline(catalog.host, pipeline)
         anomaly = anomaly_record(catalog, verdict) if verdict.anomalous else None
         events = self._regime_events(catalog, pipeline, verdict)
-        events += self.incidents.update(catalog.host, verdict.window_id, verdict.start_ns, verdict.end_ns,
-                                        verdict.anomalous, verdict.score, verdict.subsystem, verdict.evidence)
+        settling = self.incidents.settling(catalog.host, verdict.window_id)
         return StageOutput([window_row(catalog, verdict)], [anomaly] if anomaly else [],
                            [alert_record(e, catalog.cluster) for e in events],
-                           [host_window(catalog, pipeline, verdict)] if verdict.channel_means is not None else [],
+                           [host_window(catalog, pipeline, verdict, settling)]
+                           if verdict.channel_means is not None else [],
                            [baseline_row(catalog, pipeline, verdict)] if verdict.baseline_changed else [], [verdict])
 
     @staticmethod
@@ -222,12 +223,19 @@ def alert_record(event: AlertEvent, cluster: str) -> Alert:
                  _finite(event.severity), event.subsystem, event.summary, event.hint, event.kind)
 
 
-def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> HostWindow:
+def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict, settling: bool = False) -> HostWindow:
+    """The window's summary for the cluster stage; while the host settles after a workload change its channels'
+    departures are not handed on as findings."""
     context = verdict.context or WindowContext()
+    watch = verdict.watch
+    persisted = () if watch is None or settling else tuple(
+        PersistedChannel(int(i), float(watch.z[i]), pipeline.subsystem_of[pipeline.signal_names[i]])
+        for i in np.flatnonzero(watch.persisted))
     return HostWindow(catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns,
-                      catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous,
+                      catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous and not settling,
                       _finite(verdict.score), context.retransmits, context.segments_out, context.traffic_burstiness,
-                      context.irq_z, context.cpu_freq_z, context.gpu_power_z)
+                      context.irq_z, context.cpu_freq_z, context.gpu_power_z,
+                      None if watch is None else watch.departure.astype(np.float32), persisted)
 
 
 def baseline_row(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list:

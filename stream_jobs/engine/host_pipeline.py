@@ -77,6 +77,7 @@ class WindowVerdict:
     baseline_changed: bool = False
     channel_means: np.ndarray | None = field(default=None, compare=False)
     context: "WindowContext | None" = field(default=None, compare=False)
+    watch: WatchVerdict | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ class HostPipeline:
             (dominant_subsystem(list(evidence), self.subsystem_of) if top else ""),
             claim(top) if top else ("window departs from its baseline" if flagged else ""), evidence,
             {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
-            top.explanation if top else "", refitted, means, self._context(signal, window, z))
+            top.explanation if top else "", refitted, means, self._context(signal, window, z), watched)
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
         """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""

@@ -155,6 +155,11 @@ class IncidentTracker:
                             f"{change} on {host} at window {window_id}", "", "regime")
         return events + [notice]
 
+    def settling(self, host: str, window_id: int) -> bool:
+        """Whether the host's anomalies are still held back after a workload change."""
+        state = self._hosts.get(host)
+        return state is not None and state.settled_after is not None and window_id <= state.settled_after
+
     def close_all(self) -> list[AlertEvent]:
         """Close every open incident (end of a run), host by host in name order."""
         events = []

@@ -63,18 +63,11 @@ def test_stage_resumed_from_what_it_still_needed_stores_what_an_uninterrupted_on
     assert store.alerts.keys() == expected.alerts.keys()
 
 
-def test_a_stage_with_an_open_incident_needs_the_first_window_of_its_departures_again():
+def test_a_stage_whose_channels_are_departing_needs_the_first_window_of_their_run_again():
     stage = HostStage(SETTINGS)
-    run(stage, FRAMES[:700], Store())
-    assert stage.incidents.open_incidents()
-    opened = stage.incidents.open_incidents()[0].start_ns
-    persistence_s = (SETTINGS.watch.persist_windows - 1) * SETTINGS.stride_s
-    assert opened - persistence_s * 1e9 <= stage.needed_since_ns("resume-host") <= opened
-
-
-def test_a_forgotten_host_needs_nothing():
-    stage = HostStage(SETTINGS)
-    run(stage, FRAMES[:100], Store())
-    assert stage.needed_since_ns("resume-host") is not None
-    stage.forget("resume-host")
-    assert stage.needed_since_ns("resume-host") is None and "resume-host" not in stage.pipelines
+    stage.on_catalog(CATALOG)
+    verdicts = [v for frame in FRAMES[:700] for v in stage.on_frame(frame).verdicts]
+    runs = [v.watch.streak.max() if v.watch is not None else 0 for v in verdicts]
+    assert runs[-1] >= SETTINGS.watch.persist_windows, "the step change has been departing for a while"
+    first_of_run = verdicts[len(verdicts) - runs[-1]]
+    assert stage.needed_since_ns("resume-host") == first_of_run.start_ns
