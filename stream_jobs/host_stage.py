@@ -228,14 +228,23 @@ def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict
     departures are not handed on as findings."""
     context = verdict.context or WindowContext()
     watch = verdict.watch
-    persisted = () if watch is None or settling else tuple(
-        PersistedChannel(int(i), float(watch.z[i]), pipeline.subsystem_of[pipeline.signal_names[i]])
-        for i in np.flatnonzero(watch.persisted))
+    persisted = () if watch is None or settling else _persisted_signals(pipeline, watch)
     return HostWindow(catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns,
                       catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous and not settling,
                       _finite(verdict.score), context.retransmits, context.segments_out, context.traffic_burstiness,
                       context.irq_z, context.cpu_freq_z, context.gpu_power_z,
-                      None if watch is None else watch.departure.astype(np.float32), persisted)
+                      None if watch is None else pipeline.signal_departures(watch).astype(np.float32), persisted)
+
+
+def _persisted_signals(pipeline: HostPipeline, watch) -> tuple[PersistedChannel, ...]:
+    """The persisted watched columns as signals (a residual as its pruned signal), each signal once."""
+    found: dict[int, PersistedChannel] = {}
+    for column in np.flatnonzero(watch.persisted):
+        signal = pipeline.watched_signal(int(column))
+        if signal not in found:
+            found[signal] = PersistedChannel(signal, float(watch.z[column]),
+                                             pipeline.subsystem_of[pipeline.signal_names[signal]])
+    return tuple(found.values())
 
 
 def baseline_row(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list:

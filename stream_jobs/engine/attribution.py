@@ -15,10 +15,15 @@ EXPLANATIONS = {"mean": ("level rise", "level drop"), "std": ("variance spike", 
                 "slope": ("rising trend", "falling trend"),
                 "acf1": ("autocorrelation change", "autocorrelation change"),
                 "stationarity": ("level shift within the window", "level shift within the window"),
-                "sum": ("burst", "lull"), "bursts": ("burst", "fewer bursts than usual")}
+                "sum": ("burst", "lull"), "bursts": ("burst", "fewer bursts than usual"),
+                "residual": ("departs from what its correlated channel predicts",
+                             "departs from what its correlated channel predicts"),
+                "residual-std": ("correlation break", "tighter coupling than usual")}
 _FEATURE_WORDS = {"mean": "mean", "std": "within-window variability", "min": "minimum", "max": "maximum",
                   "skew": "skewness", "kurtosis": "kurtosis", "slope": "trend", "acf1": "lag-1 autocorrelation",
-                  "stationarity": "within-window level shift", "sum": "count", "bursts": "number of bursts"}
+                  "stationarity": "within-window level shift", "sum": "count", "bursts": "number of bursts",
+                  "residual": "offset from its correlated channel's fit",
+                  "residual-std": "scatter around its correlated channel's fit"}
 
 
 @dataclass(frozen=True)

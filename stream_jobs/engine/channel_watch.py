@@ -136,6 +136,7 @@ class ChannelWatch:
         self._history: deque = deque(maxlen=max(10, settings.history_windows // settings.history_stride))
         self._recent: deque = deque(maxlen=max(2, settings.adopt_after // settings.history_stride))
         self._windows = 0
+        self.last_observed = np.zeros(len(self.event_floor))
 
     def fit(self, baseline_means: np.ndarray, trim: float = 0.0) -> ChannelWatch:
         """Learn the bands from the baseline's window means (windows × channels), `trim` as in ChannelBands.fit."""
@@ -156,6 +157,7 @@ class ChannelWatch:
         again from it every `refit_every` windows."""
         if self.bands is None:
             raise RuntimeError("ChannelWatch.judge called before fit")
+        self.last_observed = np.asarray(means, dtype=np.float64)
         departure = self.bands.departure(means)
         departing = np.abs(departure) >= self.settings.departure
         self.streak = np.where(departing, self.streak + 1, 0)

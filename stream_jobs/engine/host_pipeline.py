@@ -3,6 +3,7 @@ selected channels → detector ensemble → attribution, with a baseline that is
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
@@ -115,6 +116,8 @@ class HostPipeline:
         self._warmup_features: list[np.ndarray] = []
         self._warmup_signals: list[np.ndarray] = []
         self._warmup_means: list[np.ndarray] = []
+        self._warmup_signal_rows: list[int] = []
+        self.residuals = Residuals.none()
         self.watch = ChannelWatch(self._event_floors(), settings.watch)
         self._window_starts: deque = deque(maxlen=settings.watch.adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
@@ -129,6 +132,21 @@ class HostPipeline:
         floors = event_floor(cumulative, self.settings.window_s, self.settings.watch.min_events)
         own = np.array([name.startswith(SELF_METRIC_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)
+
+    def _watch_floors(self) -> np.ndarray:
+        """Floors of the watched columns (see _watched): each takes its signal's (a residual its pruned signal's)."""
+        floors = self._event_floors()
+        residual = floors[self.residuals.dropped]
+        return np.concatenate([floors, floors, residual, residual])
+
+    def signal_departures(self, watched: WatchVerdict) -> np.ndarray:
+        """Each signal's departure: the largest of its watched columns'."""
+        departures = np.zeros(len(self.signal_names))
+        owners = np.array([self.watched_signal(i) for i in range(len(watched.departure))], dtype=np.int64)
+        larger = np.abs(watched.departure)
+        order = np.argsort(larger, kind="stable")
+        departures[owners[order]] = watched.departure[order]
+        return departures
 
     @property
     def baseline_ready(self) -> bool:
@@ -166,6 +184,7 @@ class HostPipeline:
         """Forget the baseline (a regime change): the next windows are learned as a new one."""
         self.ensemble, self.layout, self.kept, self.selection = None, None, None, None
         self._warmup_features, self._warmup_signals, self._warmup_means = [], [], []
+        self._warmup_signal_rows = []
         self.learning_since_ns = None
         self._recent.clear()
 
@@ -185,7 +204,7 @@ class HostPipeline:
             return self._learn(window, seconds, signal, means)
         features = self.layout.compute(seconds, signal[:, self.kept])
         verdict = self.ensemble.judge(features[None, :])[0]
-        watched = self.watch.judge(means)
+        watched = self.watch.judge(self._watched(signal, means))
         self._window_starts.append(window.start_ns)
         multivariate = self.settings.ensemble_alerts and verdict.flagged
         flagged = watched.flagged or multivariate
@@ -208,18 +227,44 @@ class HostPipeline:
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
         """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""
-        bands = self.watch.bands
+        bands, observed = self.watch.bands, self.watch.last_observed
         magnitude = np.where(watched.persisted, np.abs(watched.departure), -1.0)
         order = np.argsort(-magnitude, kind="stable")[:self.settings.evidence_limit]
-        return tuple(Contribution(self.signal_names[i], "mean", float(means[i]), float(bands.median[i]),
-                                  float(bands.sigma[i]), float(watched.z[i])) for i in order if magnitude[i] >= 0)
+        return tuple(Contribution(self.watched_name(i), self.watched_feature(i), float(observed[i]),
+                                  float(bands.median[i]), float(bands.sigma[i]), float(watched.z[i]))
+                     for i in order if magnitude[i] >= 0)
+
+    def _watched(self, signal: np.ndarray, means: np.ndarray) -> np.ndarray:
+        """The watched columns of one window: every signal's mean and spread, then every residual's mean and
+        spread."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            spreads = np.nanstd(signal, axis=0)
+        return np.concatenate([means, spreads, *self.residuals.summary(signal)])
+
+    def watched_signal(self, index: int) -> int:
+        """The signal a watched column belongs to (a residual's pruned signal)."""
+        signals = len(self.signal_names)
+        if index < 2 * signals:
+            return index % signals
+        return int(self.residuals.dropped[(index - 2 * signals) % len(self.residuals)])
+
+    def watched_name(self, index: int) -> str:
+        return self.signal_names[self.watched_signal(index)]
+
+    def watched_feature(self, index: int) -> str:
+        """'mean' or 'std' of the signal, or 'residual' / 'residual-std' of a pruned signal around its fit."""
+        signals = len(self.signal_names)
+        if index < 2 * signals:
+            return "mean" if index < signals else "std"
+        return "residual" if index < 2 * signals + len(self.residuals) else "residual-std"
 
     def _subsystem(self, watched: WatchVerdict) -> str:
         """The subsystem of the persisted channels, each weighing log(1 + its departure), so one channel far out
         counts for more than one just out but not for more than many."""
         weight: dict[str, float] = {}
         for i in np.flatnonzero(watched.persisted):
-            subsystem = self.subsystem_of[self.signal_names[i]]
+            subsystem = self.subsystem_of[self.watched_name(i)]
             weight[subsystem] = weight.get(subsystem, 0.0) + float(np.log1p(abs(watched.departure[i])))
         return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else "unknown"
 
@@ -230,6 +275,7 @@ class HostPipeline:
         self._warmup_means.append(means)
         if self.windows_seen % max(1, round(self.settings.window_s / self.settings.stride_s)) == 0:
             self._warmup_signals.append(signal)  # non-overlapping windows cover the warm-up once, for selection
+            self._warmup_signal_rows.append(len(self._warmup_means) - 1)
         fitted = len(self._warmup_features) >= self.settings.warmup_windows
         if fitted:
             self._fit_baseline()
@@ -248,9 +294,23 @@ class HostPipeline:
             baseline = self._trimmed(baseline)
             self.ensemble = self._new_ensemble().fit(baseline)
         self._recent.extend(baseline[::self.settings.baseline_stride].astype(np.float32))
-        self.watch.fit(np.vstack(self._warmup_means), self.settings.baseline_trim)
+        self._fit_watch()
         self._warmup_features, self._warmup_signals, self._warmup_means = [], [], []
         self.learning_since_ns = None
+
+    def _fit_watch(self) -> None:
+        """Bands for every signal's window mean and for every pruned signal's spread around the line its
+        representative predicts (residual spreads are known for the warm-up's non-overlapping windows only)."""
+        represented = self.selection.represented_by if self.selection else {}
+        signals = np.vstack(self._warmup_signals) if self._warmup_signals else np.zeros((0, len(self.signal_names)))
+        self.residuals = Residuals.fit(signals, self.signal_names, represented)
+        columns = 2 * len(self.signal_names) + 2 * len(self.residuals)
+        baseline = np.full((len(self._warmup_means), columns), np.nan)
+        for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
+            baseline[row] = self._watched(signal, self._warmup_means[row])
+        baseline[:, :len(self.signal_names)] = np.vstack(self._warmup_means)
+        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch)
+        self.watch.fit(baseline, self.settings.baseline_trim)
 
     def _new_ensemble(self) -> DetectorEnsemble:
         return DetectorEnsemble(standard_detectors(self.settings.seed), self.settings.mode,
@@ -309,7 +369,8 @@ class HostPipeline:
             raise RuntimeError("HostPipeline.state called before its baseline was learned")
         return {"signal_names": list(self.signal_names), "windows_seen": self.windows_seen,
                 "selection": self.selection.to_json() if self.selection else None,
-                "ensemble": self.ensemble.state(), "bands": self.watch.bands.to_json()}
+                "ensemble": self.ensemble.state(), "bands": self.watch.bands.to_json(),
+                "residuals": self.residuals.to_json()}
 
     def restore(self, state: dict) -> bool:
         """Take over a saved baseline if it was learned on the same channels; returns whether it was taken."""
@@ -319,10 +380,73 @@ class HostPipeline:
         self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)
         self._set_layout()
         self.ensemble = DetectorEnsemble.from_state(state["ensemble"])
+        self.residuals = Residuals.from_json(state.get("residuals"))
+        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch)
         self.watch.restore(ChannelBands.from_json(state["bands"]))
         self.windows_seen = state["windows_seen"]
         self.restored_through_ns = state.get("through_ns")
         return True
+
+
+@dataclass(frozen=True, eq=False)
+class Residuals:
+    """Each signal that selection pruned, as its residual from the kept signal that represents it (a least-squares
+    line fitted on the baseline): the residual's mean and spread within a window are watched like channels, so a
+    pruned signal that shifts on its own stays visible and a correlation that breaks shows as a residual that
+    widens."""
+
+    dropped: np.ndarray
+    representative: np.ndarray
+    intercept: np.ndarray
+    slope: np.ndarray
+
+    @classmethod
+    def none(cls) -> Residuals:
+        empty = np.zeros(0)
+        return cls(empty.astype(np.int64), empty.astype(np.int64), empty, empty)
+
+    @classmethod
+    def fit(cls, signal: np.ndarray, names: tuple[str, ...], represented_by: dict[str, str]) -> Residuals:
+        """Lines of each pruned signal on its representative over the baseline's samples (rows with either
+        missing take no part; a representative that never varied gives a flat line at the pruned one's mean)."""
+        position = {name: i for i, name in enumerate(names)}
+        pairs = [(position[d], position[r]) for d, r in sorted(represented_by.items())
+                 if d in position and r in position]
+        if not pairs or len(signal) < 3:
+            return cls.none()
+        dropped, representative = (np.array(column, dtype=np.int64) for column in zip(*pairs))
+        y, x = signal[:, dropped], signal[:, representative]
+        valid = np.isfinite(x) & np.isfinite(y)
+        count = np.fmax(valid.sum(axis=0), 1)
+        x_mean = np.where(valid, x, 0).sum(axis=0) / count
+        y_mean = np.where(valid, y, 0).sum(axis=0) / count
+        covariance = np.where(valid, (x - x_mean) * (y - y_mean), 0).sum(axis=0)
+        variance = np.where(valid, (x - x_mean) ** 2, 0).sum(axis=0)
+        slope = np.divide(covariance, variance, out=np.zeros_like(covariance), where=variance > 0)
+        return cls(dropped, representative, y_mean - slope * x_mean, slope)
+
+    def __len__(self) -> int:
+        return len(self.dropped)
+
+    def summary(self, signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each residual's mean and standard deviation over the window's steps."""
+        if not len(self):
+            return np.zeros(0), np.zeros(0)
+        residual = signal[:, self.dropped] - (self.intercept + self.slope * signal[:, self.representative])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(residual, axis=0), np.nanstd(residual, axis=0)
+
+    def to_json(self) -> dict:
+        return {"dropped": self.dropped.tolist(), "representative": self.representative.tolist(),
+                "intercept": self.intercept.tolist(), "slope": self.slope.tolist()}
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> Residuals:
+        if not data:
+            return cls.none()
+        return cls(np.array(data["dropped"], dtype=np.int64), np.array(data["representative"], dtype=np.int64),
+                   np.array(data["intercept"], dtype=np.float64), np.array(data["slope"], dtype=np.float64))
 
 
 _EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("gpu.power.",))

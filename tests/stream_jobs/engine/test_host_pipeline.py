@@ -50,7 +50,7 @@ def test_replay_equals_live_for_the_same_frames():
 def refit_windows(catalog, frames, phase):
     """Window ids at which a pipeline with this refit phase replaced its baseline (warm-up excluded)."""
     table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=10, refit_every=20), phase)
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=30, refit_every=20, baseline_stride=1), phase)
     verdicts = [v for frame in frames for v in pipeline.push(frame.timestamp_ns, np.asarray(frame.values))]
     return [v.window_id for v in verdicts if v.baseline_changed][1:]
 
