@@ -166,6 +166,7 @@ class PersistedChannel:
     index: int
     z: float
     subsystem: str
+    feature: str = "mean"
 
 
 @dataclass(frozen=True, eq=False)

@@ -57,8 +57,9 @@ class ClusterStage:
         self._compared_through: dict[str, int] = {}
         self._first_window: dict[str, int] = {}
         self._retrans: dict[str, RetransMonitor] = defaultdict(RetransMonitor)
+        self._causes: dict[str, set[str]] = defaultdict(set)
         # peer findings and loss alarms already ask for persistence; one window of either opens an incident
-        self.incidents = IncidentTracker(open_after=1, close_after=10)
+        self.incidents = IncidentTracker(open_after=1, close_after=30)
         self._cluster_of_host: dict[str, str] = {}
         self.windows_compared = 0
         self.late_summaries = 0
@@ -130,17 +131,21 @@ class ClusterStage:
 
     def _host_incidents(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
         """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
-        incidents of the host detectors."""
+        incidents of the host detectors, one per cause (subsystem): a new cause opens its own incident while
+        another is open."""
         output = ClusterOutput()
         for summary in summaries:
             own = own_departures(summary, [s for s in summaries if s is not summary])
             order = sorted(own, key=lambda p: (-abs(float(summary.departures[p.index])), p.index))
-            evidence = [(summary.names[p.index], "mean", p.z) for p in order[:EVIDENCE_LIMIT]]
-            severity = max((abs(float(summary.departures[p.index])) for p in own), default=0.0)
-            events = self.incidents.update(summary.host, summary.window_id, summary.window_start_ns,
-                                           summary.window_end_ns, bool(own), severity,
-                                           departure_subsystem(summary, own), evidence)
-            output.alerts += [_tracked_alert(e, cluster) for e in events]
+            for subsystem in sorted({p.subsystem for p in summary.persisted} | set(self._causes[summary.host])):
+                mine = [p for p in order if p.subsystem == subsystem]
+                evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
+                severity = max((abs(float(summary.departures[p.index])) for p in mine), default=0.0)
+                events = self.incidents.update(f"{summary.host}/anomaly:{subsystem}", summary.window_id,
+                                               summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
+                                               subsystem, evidence)
+                self._causes[summary.host].add(subsystem)
+                output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
     def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
@@ -165,7 +170,7 @@ class ClusterStage:
 
 def own_departures(summary: HostWindow, peers: list[HostWindow]) -> list[PersistedChannel]:
     """The host's persisted channels that fewer than SHARED_BY_HOSTS of its peers (all of them, in a smaller
-    cluster) left their bands on, in the same direction, in the same window."""
+    cluster) left their bands on in the same window (in either direction: a level and its spread may move apart)."""
     if not summary.persisted or summary.departures is None:
         return []
     needed = min(SHARED_BY_HOSTS, len(peers))
@@ -174,10 +179,9 @@ def own_departures(summary: HostWindow, peers: list[HostWindow]) -> list[Persist
     positions = [_positions(peer, summary.names) for peer in peers]
     own = []
     for persisted in summary.persisted:
-        direction = np.sign(summary.departures[persisted.index])
         shared = sum(1 for peer, position in zip(peers, positions) if peer.departures is not None
                      and position[persisted.index] >= 0
-                     and direction * peer.departures[position[persisted.index]] >= 1.0)
+                     and abs(peer.departures[position[persisted.index]]) >= 1.0)
         if shared < needed:
             own.append(persisted)
     return own
@@ -189,14 +193,6 @@ def _positions(peer: HostWindow, names: tuple[str, ...]) -> np.ndarray:
         return np.arange(len(names))
     index = {name: i for i, name in enumerate(peer.names)}
     return np.array([index.get(name, -1) for name in names], dtype=np.int64)
-
-
-def departure_subsystem(summary: HostWindow, own: list[PersistedChannel]) -> str:
-    """The subsystem of the host's own departures, each weighing log(1 + its departure)."""
-    weight: dict[str, float] = defaultdict(float)
-    for persisted in own:
-        weight[persisted.subsystem] += float(np.log1p(abs(float(summary.departures[persisted.index]))))
-    return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else ""
 
 
 def retrans_window(summary: HostWindow) -> RetransWindow:
@@ -264,5 +260,7 @@ def _tracked_alert(event, cluster: str) -> Alert:
     host, _, concern = event.host.partition("/")
     alert = alert_record(event, cluster)
     kind = {"peers": "peer", "retransmissions": "retransmissions"}.get(concern, alert.kind)
+    kind = "anomaly" if concern.startswith("anomaly:") else kind
     return Alert(alert.alert_id, host, cluster, alert.state, alert.start_ns, alert.end_ns, alert.severity,
-                 alert.subsystem, alert.summary, alert.hint, kind if alert.kind != "regime" else "regime")
+                 alert.subsystem, alert.summary.replace(event.host, host), alert.hint,
+                 kind if alert.kind != "regime" else "regime")

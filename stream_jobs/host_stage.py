@@ -237,13 +237,16 @@ def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict
 
 
 def _persisted_signals(pipeline: HostPipeline, watch) -> tuple[PersistedChannel, ...]:
-    """The persisted watched columns as signals (a residual as its pruned signal), each signal once."""
+    """The persisted watched columns as signals (a residual as its pruned signal), each signal once, by its
+    furthest column."""
     found: dict[int, PersistedChannel] = {}
-    for column in np.flatnonzero(watch.persisted):
+    columns = np.flatnonzero(watch.persisted)
+    for column in columns[np.argsort(-np.abs(watch.departure[columns]), kind="stable")]:
         signal = pipeline.watched_signal(int(column))
         if signal not in found:
             found[signal] = PersistedChannel(signal, float(watch.z[column]),
-                                             pipeline.subsystem_of[pipeline.signal_names[signal]])
+                                             pipeline.subsystem_of[pipeline.signal_names[signal]],
+                                             pipeline.watched_feature(int(column)))
     return tuple(found.values())
 
 

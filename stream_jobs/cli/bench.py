@@ -61,6 +61,30 @@ def register(commands) -> None:
                           help="sample the first worker with py-spy over the steady part, write its collapsed stacks "
                                "to FILE and print where its time goes (needs py-spy and ptrace rights)")
     pipeline.set_defaults(handler=handle_pipeline)
+    faults = benches.add_parser(
+        "host-faults", help="reveal run on this host against a CPU burner, a dd write burst and a 2 GiB allocation, "
+                            "then a long clean stretch",
+        description="Run Reveal embedded on this host (reveal run), let it learn --baseline seconds, then make three "
+                    "faults one after another, each for --fault seconds with --gap seconds between: a CPU burner (a "
+                    "busy process per core), dd writes synced to disk, and a 2 GiB allocation touched page by page; "
+                    "then leave the host alone for --clean seconds. Prints, per fault, whether an alert opened "
+                    "within its interval plus --grace, the delay from its start, the subsystem named and the claim; "
+                    "and every false alert: one that opened after the baseline outside those intervals. Takes "
+                    "about baseline + 3 × (fault + gap) + clean seconds.")
+    faults.add_argument("--baseline", type=positive_seconds, default=600.0, metavar="S",
+                        help="seconds of baseline before the first fault (default: 600)")
+    faults.add_argument("--fault", type=positive_seconds, default=20.0, metavar="S", help="each fault's length "
+                        "(default: 20)")
+    faults.add_argument("--gap", type=positive_seconds, default=60.0, metavar="S",
+                        help="quiet seconds after each fault (default: 60)")
+    faults.add_argument("--clean", type=positive_seconds, default=1800.0, metavar="S",
+                        help="clean seconds after the faults (default: 1800)")
+    faults.add_argument("--grace", type=positive_seconds, default=5.0, metavar="S",
+                        help="an alert opening this long after a fault's end still counts as finding it "
+                             "(default: 5)")
+    faults.add_argument("--data-dir", default=None, metavar="DIR",
+                        help="keep the run's embedded ClickHouse here (default: a temporary folder, removed)")
+    faults.set_defaults(handler=handle_host_faults)
 
 
 def handle_agent(args) -> int:
@@ -150,3 +174,11 @@ def _figure_line(name: str, value: float, goal: tuple[str, float] | None) -> str
     met = value >= target if sense == ">=" else value <= target
     return f"{name:38s} {value:14.3f} {(sense.replace('>=', '≥').replace('<=', '≤') + f' {target:g}'):>12s}" \
            f"  {'ok' if met else 'MISSED'}"
+
+
+def handle_host_faults(args) -> int:
+    from stream_jobs.host_fault_bench import print_result, run_bench
+
+    result = run_bench(args.baseline, args.fault, args.gap, args.clean, args.grace, args.data_dir)
+    print_result(result, args.clean)
+    return 0

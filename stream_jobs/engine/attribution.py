@@ -22,8 +22,7 @@ EXPLANATIONS = {"mean": ("level rise", "level drop"), "std": ("variance spike", 
 _FEATURE_WORDS = {"mean": "mean", "std": "within-window variability", "min": "minimum", "max": "maximum",
                   "skew": "skewness", "kurtosis": "kurtosis", "slope": "trend", "acf1": "lag-1 autocorrelation",
                   "stationarity": "within-window level shift", "sum": "count", "bursts": "number of bursts",
-                  "residual": "offset from its correlated channel's fit",
-                  "residual-std": "scatter around its correlated channel's fit"}
+                  "residual": "offset from its fit", "residual-std": "scatter around its fit"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,7 @@ class Contribution:
     baseline_mean: float
     baseline_std: float
     z: float
+    reference: str = ""
 
     @property
     def explanation(self) -> str:
@@ -70,7 +70,7 @@ def claim(top: Contribution) -> str:
     and the kind of change, e.g. 'disk.sectors_read.sda mean is 5.2e+04, 12.0σ above its baseline of 1.1e+04 ± 3.4e+03
     (+4.1e+04, level rise)'."""
     direction = "above" if top.z >= 0 else "below"
-    words = _FEATURE_WORDS.get(top.feature, top.feature)
+    words = _FEATURE_WORDS.get(top.feature, top.feature) + (f" on {top.reference}" if top.reference else "")
     return (f"{top.channel} {words} is {top.value:.4g}, {abs(top.z):.1f}σ {direction} its baseline of "
             f"{top.baseline_mean:.4g} ± {top.baseline_std:.3g} ({top.value - top.baseline_mean:+.3g}, "
             f"{top.explanation})")

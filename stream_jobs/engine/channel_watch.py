@@ -7,7 +7,9 @@ protocol counter). Each channel therefore keeps the band its window means stayed
 quantiles, so rare baseline excursions such as a checkpoint's writes are inside it) and its median and robust
 spread. A window departs on a channel when its mean leaves the band by at least the band's own width (floored at a
 share of the channel's level, and, for counters that never moved, at a minimum number of events per window), so
-noise in a near-constant channel is not an event. A channel counts only once it has departed in `persist_windows`
+noise in a near-constant channel is not an event. Secondary columns (a channel's within-window spread, a residual
+from a correlated channel) are noisier and must leave their band by `secondary_departure` widths. A channel counts
+only once it has departed in `persist_windows`
 consecutive windows: one instant's burst appears in every overlapping window that holds it, never in more.
 
 Bands follow slow drift: every `history_stride`-th window is kept with the channels that stayed in their bands, and
@@ -37,6 +39,7 @@ class WatchSettings:
     relative_floor: float = 0.05
     min_events: float = 5.0
     departure: float = 1.0
+    secondary_departure: float = 1.5
     persist_windows: int = 4
     history_stride: int = 5
     history_windows: int = 720
@@ -128,9 +131,12 @@ class WatchVerdict:
 class ChannelWatch:
     """Bands for every channel of one host, persistence runs, and the history the bands are refreshed from."""
 
-    def __init__(self, event_floor: np.ndarray, settings: WatchSettings = WatchSettings()):
+    def __init__(self, event_floor: np.ndarray, settings: WatchSettings = WatchSettings(),
+                 secondary: np.ndarray | None = None):
         self.event_floor = np.asarray(event_floor, dtype=np.float64)
         self.settings = settings
+        secondary = np.zeros(len(self.event_floor), dtype=bool) if secondary is None else np.asarray(secondary, bool)
+        self.threshold = np.where(secondary, settings.secondary_departure, settings.departure)
         self.bands: ChannelBands | None = None
         self.streak = np.zeros(len(self.event_floor), dtype=np.int64)
         self._history: deque = deque(maxlen=max(10, settings.history_windows // settings.history_stride))
@@ -159,7 +165,7 @@ class ChannelWatch:
             raise RuntimeError("ChannelWatch.judge called before fit")
         self.last_observed = np.asarray(means, dtype=np.float64)
         departure = self.bands.departure(means)
-        departing = np.abs(departure) >= self.settings.departure
+        departing = np.abs(departure) >= self.threshold
         self.streak = np.where(departing, self.streak + 1, 0)
         persisted = self.streak >= self.settings.persist_windows
         verdict = WatchVerdict(departure, self.bands.z(means), self.streak.copy(), persisted)

@@ -139,6 +139,11 @@ class HostPipeline:
         residual = floors[self.residuals.dropped]
         return np.concatenate([floors, floors, residual, residual])
 
+    def _secondary_columns(self) -> np.ndarray:
+        """True for every watched column but the signals' means."""
+        columns = len(self._watch_floors())
+        return np.arange(columns) >= len(self.signal_names)
+
     def signal_departures(self, watched: WatchVerdict) -> np.ndarray:
         """Each signal's departure: the largest of its watched columns'."""
         departures = np.zeros(len(self.signal_names))
@@ -231,8 +236,15 @@ class HostPipeline:
         magnitude = np.where(watched.persisted, np.abs(watched.departure), -1.0)
         order = np.argsort(-magnitude, kind="stable")[:self.settings.evidence_limit]
         return tuple(Contribution(self.watched_name(i), self.watched_feature(i), float(observed[i]),
-                                  float(bands.median[i]), float(bands.sigma[i]), float(watched.z[i]))
-                     for i in order if magnitude[i] >= 0)
+                                  float(bands.median[i]), float(bands.sigma[i]), float(watched.z[i]),
+                                  self.watched_reference(i)) for i in order if magnitude[i] >= 0)
+
+    def watched_reference(self, index: int) -> str:
+        """The representative a residual column is fitted on ('' for a signal's own columns)."""
+        signals = len(self.signal_names)
+        if index < 2 * signals:
+            return ""
+        return self.signal_names[self.residuals.representative[(index - 2 * signals) % len(self.residuals)]]
 
     def _watched(self, signal: np.ndarray, means: np.ndarray) -> np.ndarray:
         """The watched columns of one window: every signal's mean and spread, then every residual's mean and
@@ -309,7 +321,7 @@ class HostPipeline:
         for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
             baseline[row] = self._watched(signal, self._warmup_means[row])
         baseline[:, :len(self.signal_names)] = np.vstack(self._warmup_means)
-        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch)
+        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
         self.watch.fit(baseline, self.settings.baseline_trim)
 
     def _new_ensemble(self) -> DetectorEnsemble:
@@ -381,7 +393,7 @@ class HostPipeline:
         self._set_layout()
         self.ensemble = DetectorEnsemble.from_state(state["ensemble"])
         self.residuals = Residuals.from_json(state.get("residuals"))
-        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch)
+        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
         self.watch.restore(ChannelBands.from_json(state["bands"]))
         self.windows_seen = state["windows_seen"]
         self.restored_through_ns = state.get("through_ns")
