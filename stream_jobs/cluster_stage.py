@@ -132,12 +132,17 @@ class ClusterStage:
     def _host_incidents(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
         """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
         incidents of the host detectors, one per cause (subsystem): a new cause opens its own incident while
-        another is open."""
+        another is open, and causes that open together are told strongest first."""
         output = ClusterOutput()
         for summary in summaries:
             own = own_departures(summary, [s for s in summaries if s is not summary])
             order = sorted(own, key=lambda p: (-abs(float(summary.departures[p.index])), p.index))
-            for subsystem in sorted({p.subsystem for p in summary.persisted} | set(self._causes[summary.host])):
+            strength = defaultdict(float)
+            for persisted in own:
+                strength[persisted.subsystem] = max(strength[persisted.subsystem],
+                                                    abs(float(summary.departures[persisted.index])))
+            causes = {p.subsystem for p in summary.persisted} | set(self._causes[summary.host])
+            for subsystem in sorted(causes, key=lambda cause: (-strength.get(cause, 0.0), cause)):
                 mine = [p for p in order if p.subsystem == subsystem]
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
                 severity = max((abs(float(summary.departures[p.index])) for p in mine), default=0.0)
