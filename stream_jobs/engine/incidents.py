@@ -270,11 +270,12 @@ class RegimeDetector:
     """Decides when a host's workload started or stopped from its activity level (CPU busy % or GPU utilisation %).
 
     A level at or above `busy_above` is busy, at or below `idle_below` idle, between them neither (hysteresis). The
-    host changes regime after `persist_windows` consecutive windows on the other side; the first regime a host
-    settles in is adopted silently, since its start was not seen.
+    host changes regime after `persist_windows` consecutive windows on the other side (a minute by default: a burner
+    or a stall shorter than that is a fault, which the channel watch reports within seconds, not a new workload to
+    learn); the first regime a host settles in is adopted silently, since its start was not seen.
     """
 
-    def __init__(self, idle_below: float = 5.0, busy_above: float = 20.0, persist_windows: int = 5):
+    def __init__(self, idle_below: float = 5.0, busy_above: float = 20.0, persist_windows: int = 60):
         if not idle_below < busy_above or persist_windows < 1:
             raise ValueError(f"idle_below {idle_below} must be < busy_above {busy_above}, persist_windows ≥ 1")
         self.idle_below = idle_below
