@@ -136,20 +136,13 @@ class ClusterStage:
         output = ClusterOutput()
         for summary in summaries:
             own = own_departures(summary, [s for s in summaries if s is not summary])
-            order = sorted(own, key=lambda p: (-abs(float(summary.departures[p.index])), p.index))
-            strength = defaultdict(float)
-            for persisted in own:
-                strength[persisted.subsystem] = max(strength[persisted.subsystem],
-                                                    abs(float(summary.departures[persisted.index])))
-            causes = {p.subsystem for p in summary.persisted} | set(self._causes[summary.host])
-            for subsystem in sorted(causes, key=lambda cause: (-strength.get(cause, 0.0), cause)):
-                mine = [p for p in order if p.subsystem == subsystem]
+            self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
+            for subsystem, mine in causes_strongest_first(summary, own, self._causes[summary.host]):
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
-                severity = max((abs(float(summary.departures[p.index])) for p in mine), default=0.0)
+                severity = max((departure_of(summary, p) for p in mine), default=0.0)
                 events = self.incidents.update(f"{summary.host}/anomaly:{subsystem}", summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
                                                subsystem, evidence)
-                self._causes[summary.host].add(subsystem)
                 output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
@@ -190,6 +183,22 @@ def own_departures(summary: HostWindow, peers: list[HostWindow]) -> list[Persist
         if shared < needed:
             own.append(persisted)
     return own
+
+
+def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
+                           causes: set[str]) -> list[tuple[str, list[PersistedChannel]]]:
+    """Every cause (subsystem) the host has had, each with its own departing channels furthest first; the cause
+    with the furthest channel first, so causes that open in the same window are told strongest first."""
+    by_cause: dict[str, list[PersistedChannel]] = {cause: [] for cause in causes}
+    for persisted in sorted(own, key=lambda p: (-departure_of(summary, p), p.index)):
+        by_cause.setdefault(persisted.subsystem, []).append(persisted)
+    strongest = lambda item: max((departure_of(summary, p) for p in item[1]), default=0.0)  # noqa: E731
+    return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
+
+
+def departure_of(summary: HostWindow, persisted: PersistedChannel) -> float:
+    """How far, in band widths, a persisted channel lies outside its band."""
+    return abs(float(summary.departures[persisted.index]))
 
 
 def _positions(peer: HostWindow, names: tuple[str, ...]) -> np.ndarray:

@@ -179,15 +179,30 @@ class HostStage:
         settings = self.settings if catalog.interval_s == self.settings.interval_s else \
             EngineSettings(**{**self.settings.__dict__, "interval_s": catalog.interval_s})
         pipeline = HostPipeline(table, settings, refit_phase(catalog.host, settings.refit_every))
-        self._restore(catalog, pipeline)
+        restored = self._restore(catalog, pipeline)
+        if current is not None and not restored:
+            self._carry_over(catalog, current[1], pipeline)
         self.pipelines[catalog.host] = (catalog.version, pipeline)
         return pipeline
 
-    def _restore(self, catalog: Catalog, pipeline: HostPipeline) -> None:
+    @staticmethod
+    def _carry_over(catalog: Catalog, previous: HostPipeline, pipeline: HostPipeline) -> None:
+        """A new catalog (an interface or container came or went): the channels both catalogs have keep their
+        bands and stay watched while the baseline is learned again; the console says what changed."""
+        carried = pipeline.carry_bands_from(previous)
+        added = len(set(pipeline.signal_names) - set(previous.signal_names))
+        removed = len(set(previous.signal_names) - set(pipeline.signal_names))
+        log.info("%s: catalog version %d adds %d and removes %d channels; %d keep their bands and stay watched while "
+                 "the baseline is learned again (%d windows)", catalog.host, catalog.version, added, removed, carried,
+                 pipeline.settings.warmup_windows)
+
+    def _restore(self, catalog: Catalog, pipeline: HostPipeline) -> bool:
         saved = self.baseline_loader(catalog.host, catalog.version) if self.baseline_loader else None
         if saved is not None and pipeline.restore(saved):
             self.counters.baselines_restored += 1
             log.info("%s: baseline restored (%d windows seen before)", catalog.host, pipeline.windows_seen)
+            return True
+        return False
 
 
 def activity_level(names: tuple[str, ...], means: np.ndarray | None) -> float | None:

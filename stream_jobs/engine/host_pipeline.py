@@ -192,6 +192,8 @@ class HostPipeline:
         self._warmup_signal_rows = []
         self.learning_since_ns = None
         self._recent.clear()
+        self.residuals = Residuals.none()
+        self.watch = ChannelWatch(self._event_floors(), self.settings.watch)
 
     def _signal(self, window: Window) -> np.ndarray:
         """Per-step signals of every channel and derived metric: (frames − 1, channels + derived)."""
@@ -288,12 +290,46 @@ class HostPipeline:
         if self.windows_seen % max(1, round(self.settings.window_s / self.settings.stride_s)) == 0:
             self._warmup_signals.append(signal)  # non-overlapping windows cover the warm-up once, for selection
             self._warmup_signal_rows.append(len(self._warmup_means) - 1)
+        watched = self._watch_while_learning(window, signal, means)
         fitted = len(self._warmup_features) >= self.settings.warmup_windows
         if fitted:
             self._fit_baseline()
+        if watched is not None and watched.flagged:
+            evidence = self._watch_evidence(means, watched)
+            return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
+                                 watched.severity, 1.0, True, ("channels",), self._subsystem(watched),
+                                 claim(evidence[0]), evidence, {"channels": watched.severity}, {"channels": 1.0},
+                                 evidence[0].explanation, fitted, means, self._context(signal, window, None), watched)
         return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
                              0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means,
-                             context=self._context(signal, window, None))
+                             context=self._context(signal, window, None), watch=watched)
+
+    def _watch_while_learning(self, window: Window, signal: np.ndarray, means: np.ndarray) -> WatchVerdict | None:
+        """Channels that kept their bands through a catalog change are still judged while the rest is learned."""
+        if self.watch.bands is None or len(self.watch.event_floor) != 2 * len(self.signal_names):
+            return None
+        self._window_starts.append(window.start_ns)
+        return self.watch.judge(self._watched(signal, means))
+
+    def carry_bands_from(self, previous: HostPipeline) -> int:
+        """Take over the bands of the channels a previous pipeline of the same host (an older catalog) watched, so a
+        catalog change does not blind them while the baseline is learned again; returns how many were carried."""
+        if previous.watch.bands is None:
+            return 0
+        old_columns = {(previous.watched_name(i), previous.watched_feature(i)): i
+                       for i in range(len(previous.watch.event_floor))}
+        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
+        columns = [(self.signal_names[i % len(self.signal_names)], "mean" if i < len(self.signal_names) else "std")
+                   for i in range(2 * len(self.signal_names))]
+        source = np.array([old_columns.get(column, -1) for column in columns], dtype=np.int64)
+        carried = source >= 0
+        fields = []
+        for name in ("low", "high", "width", "median", "sigma"):
+            values = np.full(len(columns), np.nan)
+            values[carried] = getattr(previous.watch.bands, name)[source[carried]]
+            fields.append(values)
+        self.watch.restore(ChannelBands(*fields))
+        return int(carried[:len(self.signal_names)].sum())
 
     def _fit_baseline(self) -> None:
         """Select channels on the warm-up's signals, then fit the detectors on its windows' features."""

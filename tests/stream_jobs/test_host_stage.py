@@ -50,3 +50,22 @@ def test_new_catalog_version_restarts_the_baseline():
         stage.on_frame(frame)
     assert stage.counters.catalog_changes == 1
     assert stage.pipelines["h3"][0] == large.version
+
+
+def test_channels_both_catalogs_have_stay_watched_while_the_new_baseline_is_learned():
+    stage = HostStage(EngineSettings(warmup_windows=30))
+    first, second = synthetic_catalog("cat-host", gauges=8), synthetic_catalog("cat-host", gauges=9)
+    assert first.version != second.version
+    stage.on_catalog(first)
+    stage.on_catalog(second)
+    before = synthetic_frames(first, T0, 900, seed=2)
+    after = synthetic_frames(second, T0, 600, seed=3, first_tick=900, steps=(StepChange("cpu.busy.cpu1", 100.0, 30.0),))
+    for frame in before:
+        stage.on_frame(frame)
+    verdicts = [v for frame in after for v in stage.on_frame(frame).verdicts]
+    learning = [v for v in verdicts if not v.baseline_ready]
+    assert stage.counters.catalog_changes == 1 and len(learning) >= 25
+    flagged = [v for v in learning if v.anomalous]
+    assert flagged, "the step on a channel of both catalogs is found before the new baseline is ready"
+    assert all(v.evidence[0].channel == "cpu.busy.cpu1" for v in flagged)
+    assert not any(v.anomalous for v in learning if v.end_ns < T0 + 100 * 10**9)
