@@ -7,7 +7,9 @@ different hosts, so a replay of recorded frames equals the live run. A cluster f
 `stale_windows` windows (its hosts learn their baselines at about the same time but report out of step), and nothing
 is compared before. A host whose latest window is more than `stale_windows` behind the cluster's newest no longer
 holds the others back (it stopped, relearns its baseline, or fell far behind); a summary of a window already
-compared is counted as late and left out.
+compared is counted as late: it is left out of the peer comparison and the retransmission verdicts, but the host's
+own findings are still judged, against the departures its peers reported for that window, so a host read out of
+step with its peers (a worker catching up, a restart) raises the same incidents as one read in step.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
 # checkpoint, a new epoch, a change on shared infrastructure), not because of something on this host.
 SHARED_BY_HOSTS = 2
 EVIDENCE_LIMIT = 5
+# How many compared windows keep their hosts' departing channels, for summaries that arrive after their window
+DEPARTURES_KEPT_WINDOWS = 600
+NOTHING_DEPARTS: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -58,6 +63,7 @@ class ClusterStage:
         self._first_window: dict[str, int] = {}
         self._retrans: dict[str, RetransMonitor] = defaultdict(RetransMonitor)
         self._causes: dict[str, set[str]] = defaultdict(set)
+        self._departing: dict[str, dict[int, dict[str, frozenset[str]]]] = defaultdict(dict)
         # peer findings and loss alarms already ask for persistence; one window of either opens an incident
         self.incidents = IncidentTracker(open_after=1, close_after=30)
         self._cluster_of_host: dict[str, str] = {}
@@ -69,7 +75,7 @@ class ClusterStage:
         cluster = summary.cluster
         if summary.window_id <= self._compared_through.get(cluster, -1):
             self.late_summaries += 1
-            return ClusterOutput()
+            return self._late_host_window(cluster, summary)
         self._pending[cluster][summary.window_id][summary.host] = summary
         self._cluster_of_host[summary.host] = cluster
         latest = self._latest[cluster]
@@ -97,6 +103,14 @@ class ClusterStage:
                               for e in self.incidents.close_all()]
         return output
 
+    def _late_host_window(self, cluster: str, summary: HostWindow) -> ClusterOutput:
+        """A summary of a window already compared: its host's own findings, against the peers of that window."""
+        departing = self._departing[cluster].setdefault(summary.window_id, {})
+        if summary.host in departing:
+            return ClusterOutput()  # the same window again (a restarted worker publishes it twice)
+        departing[summary.host] = departing_channels(summary)
+        return self._host_incidents(cluster, [summary], departing)
+
     def _compare_windows(self, cluster: str, window_ids: list[int]) -> ClusterOutput:
         output = ClusterOutput()
         for window_id in window_ids:
@@ -111,7 +125,9 @@ class ClusterStage:
         hosts = sorted(summaries)
         findings = {f.host: f for f in comparator.compare(
             window_id, [HostSummary(h, window_id, summaries[h].names, summaries[h].means) for h in hosts])}
-        output = self._host_incidents(cluster, [summaries[h] for h in hosts])
+        departing = {host: departing_channels(summaries[host]) for host in hosts}
+        self._keep_departing(cluster, window_id, departing)
+        output = self._host_incidents(cluster, [summaries[h] for h in hosts], departing)
         for difference in comparator.take_configuration():
             anomaly = configuration_anomaly(summaries[difference.host], difference)
             output.anomalies.append(anomaly)
@@ -129,13 +145,20 @@ class ClusterStage:
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
         return output
 
-    def _host_incidents(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
+    def _keep_departing(self, cluster: str, window_id: int, departing: dict[str, frozenset[str]]) -> None:
+        kept = self._departing[cluster]
+        kept[window_id] = departing
+        for old in [w for w in kept if w <= window_id - DEPARTURES_KEPT_WINDOWS]:
+            del kept[old]
+
+    def _host_incidents(self, cluster: str, summaries: list[HostWindow],
+                        departing: dict[str, frozenset[str]]) -> ClusterOutput:
         """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
         incidents of the host detectors, one per cause (subsystem): a new cause opens its own incident while
         another is open, and causes that open together are told strongest first."""
         output = ClusterOutput()
         for summary in summaries:
-            own = own_departures(summary, [s for s in summaries if s is not summary])
+            own = own_departures(summary, [names for host, names in departing.items() if host != summary.host])
             self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
             for subsystem, mine in causes_strongest_first(summary, own, self._causes[summary.host]):
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
@@ -166,23 +189,25 @@ class ClusterStage:
         return output
 
 
-def own_departures(summary: HostWindow, peers: list[HostWindow]) -> list[PersistedChannel]:
+def departing_channels(summary: HostWindow) -> frozenset[str]:
+    """The channels the host reported outside their bands in the window (in either direction: a level and its
+    spread may move apart)."""
+    if summary.departures is None:
+        return NOTHING_DEPARTS
+    outside = np.flatnonzero(np.abs(summary.departures) >= 1.0)
+    return frozenset(summary.names[i] for i in outside) if len(outside) else NOTHING_DEPARTS
+
+
+def own_departures(summary: HostWindow, peers_departing: list[frozenset[str]]) -> list[PersistedChannel]:
     """The host's persisted channels that fewer than SHARED_BY_HOSTS of its peers (all of them, in a smaller
-    cluster) left their bands on in the same window (in either direction: a level and its spread may move apart)."""
+    cluster) left their bands on in the same window."""
     if not summary.persisted or summary.departures is None:
         return []
-    needed = min(SHARED_BY_HOSTS, len(peers))
+    needed = min(SHARED_BY_HOSTS, len(peers_departing))
     if needed == 0:
         return list(summary.persisted)
-    positions = [_positions(peer, summary.names) for peer in peers]
-    own = []
-    for persisted in summary.persisted:
-        shared = sum(1 for peer, position in zip(peers, positions) if peer.departures is not None
-                     and position[persisted.index] >= 0
-                     and abs(peer.departures[position[persisted.index]]) >= 1.0)
-        if shared < needed:
-            own.append(persisted)
-    return own
+    return [persisted for persisted in summary.persisted
+            if sum(summary.names[persisted.index] in names for names in peers_departing) < needed]
 
 
 def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
@@ -199,14 +224,6 @@ def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
 def departure_of(summary: HostWindow, persisted: PersistedChannel) -> float:
     """How far, in band widths, a persisted channel lies outside its band."""
     return abs(float(summary.departures[persisted.index]))
-
-
-def _positions(peer: HostWindow, names: tuple[str, ...]) -> np.ndarray:
-    """Where each of `names` sits in the peer's channels (−1 where the peer lacks it)."""
-    if peer.names == names:
-        return np.arange(len(names))
-    index = {name: i for i, name in enumerate(peer.names)}
-    return np.array([index.get(name, -1) for name in names], dtype=np.int64)
 
 
 def retrans_window(summary: HostWindow) -> RetransWindow:

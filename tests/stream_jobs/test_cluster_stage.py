@@ -107,3 +107,13 @@ def test_what_is_compared_does_not_depend_on_the_order_hosts_report_in():
     in_lockstep, in_batches = _outputs(lockstep), _outputs(batched)
     assert in_lockstep[0], "no peer finding to compare"
     assert in_batches == in_lockstep
+
+
+def test_a_host_read_far_behind_its_peers_raises_the_same_host_incidents():
+    by_host = _summaries_by_host(4)
+    lockstep = sorted((s for summaries in by_host.values() for s in summaries), key=lambda s: (s.window_id, s.host))
+    behind = [s for host in sorted(by_host) if host != "h1" for s in by_host[host]] + by_host["h1"]
+    own_findings = lambda alerts: [alert for alert in alerts if "/anomaly:" in alert[0]]  # noqa: E731
+    in_lockstep = own_findings(_outputs(lockstep)[1])
+    assert any(alert_id.startswith("h1/anomaly:cpu") for alert_id, _, _ in in_lockstep), "the step is not found"
+    assert own_findings(_outputs(behind)[1]) == in_lockstep
