@@ -30,9 +30,11 @@ from stream_jobs.offline.host_tables import subsystem_for
 STALE_WINDOWS = 30
 # Linux counts the retransmissions a receiver confirmed as needless (it had the segment) under this counter.
 SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
-# A channel that leaves its band on this many other hosts of the cluster at once moved with the job (a synchronised
-# checkpoint, a new epoch, a change on shared infrastructure), not because of something on this host.
-SHARED_BY_HOSTS = 2
+# A channel that leaves its band on this many other hosts of the cluster within SHARED_WITHIN_WINDOWS of each other
+# moved with the job (a synchronised checkpoint, a new epoch, a change on shared infrastructure or a shared kernel),
+# not because of something on this host.
+SHARED_BY_HOSTS = 1
+SHARED_WITHIN_WINDOWS = 5
 EVIDENCE_LIMIT = 5
 # How many compared windows keep their hosts' departing channels, for summaries that arrive after their window
 DEPARTURES_KEPT_WINDOWS = 600
@@ -109,7 +111,7 @@ class ClusterStage:
         if summary.host in departing:
             return ClusterOutput()  # the same window again (a restarted worker publishes it twice)
         departing[summary.host] = departing_channels(summary)
-        return self._host_incidents(cluster, [summary], departing)
+        return self._host_incidents(cluster, summary.window_id, [summary])
 
     def _compare_windows(self, cluster: str, window_ids: list[int]) -> ClusterOutput:
         output = ClusterOutput()
@@ -125,9 +127,8 @@ class ClusterStage:
         hosts = sorted(summaries)
         findings = {f.host: f for f in comparator.compare(
             window_id, [HostSummary(h, window_id, summaries[h].names, summaries[h].means) for h in hosts])}
-        departing = {host: departing_channels(summaries[host]) for host in hosts}
-        self._keep_departing(cluster, window_id, departing)
-        output = self._host_incidents(cluster, [summaries[h] for h in hosts], departing)
+        self._keep_departing(cluster, window_id, {host: departing_channels(summaries[host]) for host in hosts})
+        output = self._host_incidents(cluster, window_id, [summaries[h] for h in hosts])
         for difference in comparator.take_configuration():
             anomaly = configuration_anomaly(summaries[difference.host], difference)
             output.anomalies.append(anomaly)
@@ -151,14 +152,22 @@ class ClusterStage:
         for old in [w for w in kept if w <= window_id - DEPARTURES_KEPT_WINDOWS]:
             del kept[old]
 
-    def _host_incidents(self, cluster: str, summaries: list[HostWindow],
-                        departing: dict[str, frozenset[str]]) -> ClusterOutput:
+    def _peers_departing(self, cluster: str, window_id: int, host: str) -> list[frozenset[str]]:
+        """For each peer of the host in the window, the channels it left its bands on in that window or in the
+        SHARED_WITHIN_WINDOWS before it (hosts sample at their own instants and learn their own bands, so a change
+        they share does not cross every band in the same window)."""
+        kept = self._departing[cluster]
+        recent = [kept[w] for w in range(window_id - SHARED_WITHIN_WINDOWS, window_id + 1) if w in kept]
+        peers = [peer for peer in kept.get(window_id, {}) if peer != host]
+        return [frozenset().union(*(names.get(peer, NOTHING_DEPARTS) for names in recent)) for peer in peers]
+
+    def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> ClusterOutput:
         """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
         incidents of the host detectors, one per cause (subsystem): a new cause opens its own incident while
         another is open, and causes that open together are told strongest first."""
         output = ClusterOutput()
         for summary in summaries:
-            own = own_departures(summary, [names for host, names in departing.items() if host != summary.host])
+            own = own_departures(summary, self._peers_departing(cluster, window_id, summary.host))
             self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
             for subsystem, mine in causes_strongest_first(summary, own, self._causes[summary.host]):
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
@@ -200,7 +209,7 @@ def departing_channels(summary: HostWindow) -> frozenset[str]:
 
 def own_departures(summary: HostWindow, peers_departing: list[frozenset[str]]) -> list[PersistedChannel]:
     """The host's persisted channels that fewer than SHARED_BY_HOSTS of its peers (all of them, in a smaller
-    cluster) left their bands on in the same window."""
+    cluster) left their bands on in the same window or shortly before (see ClusterStage._peers_departing)."""
     if not summary.persisted or summary.departures is None:
         return []
     needed = min(SHARED_BY_HOSTS, len(peers_departing))

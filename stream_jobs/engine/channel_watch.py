@@ -8,14 +8,16 @@ quantiles, so rare baseline excursions such as a checkpoint's writes are inside 
 spread. A window departs on a channel when its mean leaves the band by at least the band's own width (floored at a
 share of the channel's level, and, for counters that never moved, at a minimum number of events per window), so
 noise in a near-constant channel is not an event. Secondary columns (a channel's within-window spread, a residual
-from a correlated channel) are noisier and must leave their band by `secondary_departure` widths. A channel counts
-only once it has departed in `persist_windows`
-consecutive windows: one instant's burst appears in every overlapping window that holds it, never in more.
+from a correlated channel) are noisier and must leave their band by `secondary_departure` widths. A residual's width
+is at least `residual_floor` of its pruned channel's own spread over the baseline, so a small change in the ratio of
+two tightly coupled channels (bytes per segment) is not an event. A channel counts only once it has departed in
+`persist_windows` consecutive windows: one instant's burst appears in every overlapping window that holds it, never
+in more.
 
 Bands follow slow drift: every `history_stride`-th window is kept with the channels that stayed in their bands, and
-the bands are learned again from them whenever the host's baseline is refreshed, so page cache that grows over hours moves the band with it while a
-fault, which departs, does not become normal while it lasts. A channel that has stayed out of its band for
-`adopt_after` windows has changed level for good (a new job phase, a configuration change): its band is widened to
+the bands are learned again from them whenever the host's baseline is refreshed, so page cache that grows over hours
+moves the band with it while a fault, which departs, does not become normal while it lasts. A channel that has stayed
+out of its band for `adopt_after` windows has changed level for good (a new job phase, a configuration change): its band is widened to
 take in the new level, and the channel stops counting.
 """
 
@@ -37,6 +39,7 @@ class WatchSettings:
     low_quantile: float = 0.005
     high_quantile: float = 0.995
     relative_floor: float = 0.05
+    residual_floor: float = 0.5
     min_events: float = 5.0
     departure: float = 1.0
     secondary_departure: float = 1.5
@@ -53,8 +56,8 @@ class WatchSettings:
             raise ValueError(f"adopt_after {self.adopt_after} must exceed persist_windows {self.persist_windows}")
         if self.persist_windows < 1 or self.history_stride < 1 or self.history_windows < 10:
             raise ValueError("persist_windows and history_stride must be ≥ 1, history_windows ≥ 10")
-        if not (self.departure > 0 and self.relative_floor >= 0 and self.min_events >= 0):
-            raise ValueError("departure must be > 0; relative_floor and min_events ≥ 0")
+        if not (self.departure > 0 and self.relative_floor >= 0 and self.residual_floor >= 0 and self.min_events >= 0):
+            raise ValueError("departure must be > 0; relative_floor, residual_floor and min_events ≥ 0")
 
 
 @dataclass(frozen=True, eq=False)

@@ -134,9 +134,11 @@ class HostPipeline:
         return np.where(own, np.inf, floors)
 
     def _watch_floors(self) -> np.ndarray:
-        """Floors of the watched columns (see _watched): each takes its signal's (a residual its pruned signal's)."""
+        """Floors of the watched columns (see _watched): each takes its signal's; a residual's is at least a share
+        of its pruned signal's spread over the baseline, so a fit that was tight does not turn a small change in
+        the ratio of two channels into an event."""
         floors = self._event_floors()
-        residual = floors[self.residuals.dropped]
+        residual = np.fmax(floors[self.residuals.dropped], self.settings.watch.residual_floor * self.residuals.spread)
         return np.concatenate([floors, floors, residual, residual])
 
     def _secondary_columns(self) -> np.ndarray:
@@ -447,11 +449,12 @@ class Residuals:
     representative: np.ndarray
     intercept: np.ndarray
     slope: np.ndarray
+    spread: np.ndarray
 
     @classmethod
     def none(cls) -> Residuals:
         empty = np.zeros(0)
-        return cls(empty.astype(np.int64), empty.astype(np.int64), empty, empty)
+        return cls(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty)
 
     @classmethod
     def fit(cls, signal: np.ndarray, names: tuple[str, ...], represented_by: dict[str, str]) -> Residuals:
@@ -471,7 +474,8 @@ class Residuals:
         covariance = np.where(valid, (x - x_mean) * (y - y_mean), 0).sum(axis=0)
         variance = np.where(valid, (x - x_mean) ** 2, 0).sum(axis=0)
         slope = np.divide(covariance, variance, out=np.zeros_like(covariance), where=variance > 0)
-        return cls(dropped, representative, y_mean - slope * x_mean, slope)
+        spread = np.sqrt(np.where(valid, (y - y_mean) ** 2, 0).sum(axis=0) / count)
+        return cls(dropped, representative, y_mean - slope * x_mean, slope, spread)
 
     def __len__(self) -> int:
         return len(self.dropped)
@@ -487,14 +491,17 @@ class Residuals:
 
     def to_json(self) -> dict:
         return {"dropped": self.dropped.tolist(), "representative": self.representative.tolist(),
-                "intercept": self.intercept.tolist(), "slope": self.slope.tolist()}
+                "intercept": self.intercept.tolist(), "slope": self.slope.tolist(),
+                "spread": self.spread.tolist()}
 
     @classmethod
     def from_json(cls, data: dict | None) -> Residuals:
         if not data:
             return cls.none()
+        absent = np.zeros(len(data["dropped"]))
         return cls(np.array(data["dropped"], dtype=np.int64), np.array(data["representative"], dtype=np.int64),
-                   np.array(data["intercept"], dtype=np.float64), np.array(data["slope"], dtype=np.float64))
+                   np.array(data["intercept"], dtype=np.float64), np.array(data["slope"], dtype=np.float64),
+                   np.array(data.get("spread", absent), dtype=np.float64))
 
 
 _EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("gpu.power.",))

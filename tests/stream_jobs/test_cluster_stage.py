@@ -2,7 +2,10 @@
 
 import json
 
+import numpy as np
+
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
+from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
@@ -117,3 +120,29 @@ def test_a_host_read_far_behind_its_peers_raises_the_same_host_incidents():
     in_lockstep = own_findings(_outputs(lockstep)[1])
     assert any(alert_id.startswith("h1/anomaly:cpu") for alert_id, _, _ in in_lockstep), "the step is not found"
     assert own_findings(_outputs(behind)[1]) == in_lockstep
+
+
+def _window(host: str, window_id: int, departing: dict[str, float], persisted: tuple[str, ...]) -> HostWindow:
+    """A summary of two channels: how far each lies outside its band, and which of them have persisted."""
+    names = ("cpu.busy", "net.tx_bytes")
+    subsystem = {"cpu.busy": "cpu", "net.tx_bytes": "network"}
+    return HostWindow(host, "c", window_id, T0 + window_id * 10**9, T0 + (window_id + 3) * 10**9, 1, names,
+                      np.zeros(2), bool(persisted), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                      np.array([departing.get(name, 0.0) for name in names]),
+                      tuple(PersistedChannel(names.index(n), 9.0, subsystem[n]) for n in persisted))
+
+
+def test_a_change_a_peer_showed_a_few_windows_earlier_is_the_jobs_not_the_hosts():
+    stage, opened = ClusterStage(), []
+    for window_id in range(60):
+        late_on_network = 20 <= window_id < 24
+        summaries = [
+            _window("h0", window_id, {"net.tx_bytes": 3.0} if late_on_network else {},
+                    ("net.tx_bytes",) if late_on_network else ()),
+            _window("h1", window_id, {"net.tx_bytes": 2.0} if 16 <= window_id < 19 else {}, ()),
+            _window("h2", window_id, {"cpu.busy": 3.0} if late_on_network else {},
+                    ("cpu.busy",) if late_on_network else ())]
+        for summary in summaries:
+            opened += [a.alert_id for a in stage.on_host_window(summary).alerts if a.state == "open"]
+    opened += [a.alert_id for a in stage.flush().alerts if a.state == "open"]
+    assert [alert_id.split(":")[0] for alert_id in opened] == ["h2/anomaly"]

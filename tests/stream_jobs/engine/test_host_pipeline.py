@@ -69,3 +69,34 @@ def test_refit_phase_is_stable_and_spreads_hosts():
     phases = {refit_phase(f"node-{i}", 300) for i in range(150)}
     assert refit_phase("node-1", 300) == refit_phase("node-1", 300)
     assert all(0 <= phase < 300 for phase in phases) and len(phases) > 100
+
+
+def _bytes_and_segments(seconds: float, bytes_per_segment, extra_bytes, seed: int = 4):
+    """Frames of two correlated network gauges: segments sent oscillate, bytes follow them closely."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(0.0, seconds, 0.1)
+    segments = 1000 + 500 * np.sin(2 * np.pi * t / 7.0) + rng.normal(0, 5, len(t))
+    sent = bytes_per_segment(t) * segments + extra_bytes(t) + rng.normal(0, 2000, len(t))
+    return [(T0 + int(s * 1e9), np.array([b, g])) for s, b, g in zip(t, sent, segments)]
+
+
+def _judge_pair(bytes_per_segment, extra_bytes):
+    table = ChannelTable(("net.sent_bytes", "net.sent_segments"), ("gauge", "gauge"), ("network", "network"))
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    verdicts = []
+    for timestamp, values in _bytes_and_segments(300.0, bytes_per_segment, extra_bytes):
+        verdicts += pipeline.push(timestamp, values)
+    assert pipeline.residuals.dropped.size == 1, "one gauge is watched as its residual from the other"
+    return [v for v in verdicts if v.start_ns >= T0 + 200 * 10**9]
+
+
+def test_a_small_change_in_the_ratio_of_two_tight_channels_is_not_an_event():
+    after = _judge_pair(lambda t: np.where(t >= 200, 1386.0, 1400.0), lambda t: 0.0)
+    assert not any(v.anomalous for v in after)
+
+
+def test_a_channel_that_leaves_its_correlated_channel_by_its_own_spread_is_found():
+    after = _judge_pair(lambda t: 1400.0, lambda t: np.where(t >= 200, 5e5, 0.0))
+    flagged = [v for v in after if v.anomalous]
+    assert len(flagged) >= 0.8 * len(after)
+    assert flagged[0].evidence[0].channel == "net.sent_bytes"
