@@ -6,7 +6,8 @@ that the host's own history does not explain. Each host therefore keeps a count 
 minus DSACK-confirmed spurious) per segment sent, learned from its windows from the first one on and following the
 traffic. Evidence that the rate has risen `rate_multiple`-fold accumulates window by window as a Poisson CUSUM; each
 window adds at most `step_cap` (one burst of the workload never decides alone, and each second of traffic is counted
-once although windows overlap). While the evidence is at `alarm` or more (and until it falls below half of it), the
+once although windows overlap) and the evidence never exceeds `alarm`, so an alarm ends within seconds of the loss
+ending however long the loss lasted. While the evidence is at `alarm` (and until it falls below half of it), the
 host's retransmitting windows are fault-induced, unless most of its peers are in alarm at the same time: congestion
 shared by the cluster is the workload's. Otherwise retransmissions are workload-intrinsic.
 """
@@ -98,7 +99,8 @@ class RetransMonitor:
         expected = self.loss_rate * window.sent
         lost = window.lost
         step = (lost * math.log(self.rules.rate_multiple) - (self.rules.rate_multiple - 1) * expected)
-        self.evidence = max(0.0, self.evidence + min(step / self.rules.overlap, self.rules.step_cap))
+        self.evidence = min(max(0.0, self.evidence + min(step / self.rules.overlap, self.rules.step_cap)),
+                            self.rules.alarm)
         threshold = self.rules.alarm / 2 if self.alarmed else self.rules.alarm
         self.alarmed = self.evidence >= threshold
         if not self.alarmed:

@@ -69,3 +69,15 @@ def test_a_window_without_retransmissions_is_none_and_the_model_learns_from_the_
 def test_rules_refuse_nonsense():
     with pytest.raises(ValueError, match="rate_multiple"):
         RetransRules(rate_multiple=1.0)
+
+
+def test_an_alarm_ends_within_seconds_of_the_loss_however_long_it_lasted():
+    rng = np.random.default_rng(5)
+    monitor = RetransMonitor()
+    _verdicts(monitor, _clean_windows(rng, 600, burst_every=10**9))
+    lossy = [RetransWindow("h1", 600 + i, rng.poisson(6000 * 2e-3) + 0.0, 6000) for i in range(600)]
+    assert _verdicts(monitor, lossy)[-1].category == FAULT_INDUCED
+    after = _verdicts(monitor, (RetransWindow("h1", 1200 + w.window_id, w.retransmits, w.sent, w.spurious)
+                                for w in _clean_windows(rng, 60, rate=0.0, burst_every=10**9, burst=0)))
+    assert not monitor.alarmed
+    assert all(v.category != FAULT_INDUCED for v in after[15:])
