@@ -15,7 +15,7 @@ step with its peers (a worker catching up, a restart) raises the same incidents 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,6 +66,7 @@ class ClusterStage:
         self._retrans: dict[str, RetransMonitor] = defaultdict(RetransMonitor)
         self._causes: dict[str, set[str]] = defaultdict(set)
         self._departing: dict[str, dict[int, dict[str, frozenset[str]]]] = defaultdict(dict)
+        self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
         # peer findings and loss alarms already ask for persistence; one window of either opens an incident
         self.incidents = IncidentTracker(open_after=1, close_after=30)
         self._cluster_of_host: dict[str, str] = {}
@@ -125,8 +126,12 @@ class ClusterStage:
         self.windows_compared += 1
         comparator = self._comparators.setdefault(cluster, PeerComparator(**self._comparator_settings))
         hosts = sorted(summaries)
-        findings = {f.host: f for f in comparator.compare(
-            window_id, [HostSummary(h, window_id, summaries[h].names, summaries[h].means) for h in hosts])}
+        for host in hosts:
+            self._note_persisted(summaries[host])
+        findings = {f.host: f for f in (self._not_told_already(f) for f in
+                                        comparator.compare(window_id, [HostSummary(h, window_id, summaries[h].names,
+                                                                                   summaries[h].means) for h in hosts]))
+                    if f}
         self._keep_departing(cluster, window_id, {host: departing_channels(summaries[host]) for host in hosts})
         output = self._host_incidents(cluster, window_id, [summaries[h] for h in hosts])
         for difference in comparator.take_configuration():
@@ -145,6 +150,23 @@ class ClusterStage:
             output.alerts += [_tracked_alert(e, cluster) for e in events]
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
         return output
+
+    def _note_persisted(self, summary: HostWindow) -> None:
+        last = self._last_persisted[summary.host]
+        for persisted in summary.persisted:
+            last[summary.names[persisted.index]] = summary.window_id
+
+    def _not_told_already(self, finding: PeerDeviation) -> PeerDeviation | None:
+        """The peer finding without the channels the host's own watch found persisting while the deviation built
+        up: that change was told as the host's own finding (a page cache a fault filled stays apart from the peers'
+        long after), and is not told again."""
+        last = self._last_persisted[finding.host]
+        since = finding.window_id - finding.persisted_windows
+        kept = [(channel, z) for channel, z in zip(finding.channels, finding.z) if last.get(channel, since) <= since]
+        if not kept:
+            return None
+        channels, z = zip(*kept)
+        return replace(finding, channels=channels, z=z)
 
     def _keep_departing(self, cluster: str, window_id: int, departing: dict[str, frozenset[str]]) -> None:
         kept = self._departing[cluster]

@@ -1,6 +1,7 @@
 """The cluster stage over host-window summaries made by the real host stage."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 
@@ -74,8 +75,9 @@ def test_host_stage_restores_a_saved_baseline_instead_of_learning_again():
     assert any(v.anomalous for v in verdicts)
 
 
-def _summaries_by_host(hosts: int, frames: int = 900) -> dict[str, list]:
-    """Each host's window summaries, in its own order; h1 drifts away from its peers on a dynamic channel."""
+def _summaries_by_host(hosts: int, frames: int = 900, own_findings: bool = True) -> dict[str, list]:
+    """Each host's window summaries, in its own order; h1 drifts away from its peers on a dynamic channel (without
+    `own_findings`, as if its own band had taken the change in, so the peers tell it)."""
     host_stage = HostStage(EngineSettings(warmup_windows=20))
     by_host = {}
     for index in range(hosts):
@@ -83,7 +85,8 @@ def _summaries_by_host(hosts: int, frames: int = 900) -> dict[str, list]:
         host_stage.on_catalog(catalog)
         steps = (StepChange("cpu.busy.cpu3", 50.0, 30.0),) if index == 1 else ()
         stream = synthetic_frames(catalog, T0 + index * 11_000_000, frames, seed=index, steps=steps)
-        by_host[catalog.host] = [s for frame in stream for s in host_stage.on_frame(frame).host_windows]
+        by_host[catalog.host] = [s if own_findings else replace(s, flagged=False, persisted=(), departures=None)
+                                 for frame in stream for s in host_stage.on_frame(frame).host_windows]
     return by_host
 
 
@@ -101,7 +104,7 @@ def _outputs(order) -> tuple:
 
 
 def test_what_is_compared_does_not_depend_on_the_order_hosts_report_in():
-    by_host = _summaries_by_host(4)
+    by_host = _summaries_by_host(4, own_findings=False)
     lockstep = sorted((s for summaries in by_host.values() for s in summaries), key=lambda s: (s.window_id, s.host))
     batched = []
     for start in range(0, max(len(v) for v in by_host.values()), 12):
@@ -146,3 +149,25 @@ def test_a_change_a_peer_showed_a_few_windows_earlier_is_the_jobs_not_the_hosts(
             opened += [a.alert_id for a in stage.on_host_window(summary).alerts if a.state == "open"]
     opened += [a.alert_id for a in stage.flush().alerts if a.state == "open"]
     assert [alert_id.split(":")[0] for alert_id in opened] == ["h2/anomaly"]
+
+
+def test_a_change_the_host_told_as_its_own_is_not_told_again_as_a_peer_finding():
+    stage = ClusterStage(comparator_settings={"learn_windows": 10, "persist_windows": 20})
+    names = ("mem.file_bytes", "net.rx_bytes")
+    peer_findings = []
+    for window_id in range(80):
+        for host in ("h0", "h1", "h2", "h3"):
+            means = np.array([100.0, 100.0])
+            if window_id >= 30 and host == "h0":
+                means[0] = 200.0  # h0's own watch saw this one move
+            if window_id >= 30 and host == "h3":
+                means[1] = 200.0  # h3's own band took this one in without a finding
+            told = host == "h0" and 30 <= window_id < 40
+            summary = HostWindow(host, "c", window_id, T0 + window_id * 10**9, T0 + (window_id + 3) * 10**9, 1,
+                                 names, means, told, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                                 np.array([2.0 if told else 0.0, 0.0]),
+                                 (PersistedChannel(0, 9.0, "memory"),) if told else ())
+            peer_findings += [(a.host, a.evidence[0].channel) for a in stage.on_host_window(summary).anomalies
+                              if a.detectors == ("peer",)]
+    assert ("h3", "net.rx_bytes") in peer_findings
+    assert not any(host == "h0" for host, _ in peer_findings)
