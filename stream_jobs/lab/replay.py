@@ -102,7 +102,7 @@ def incidents(alerts: list[Alert], anomalies: list[Anomaly]) -> list[ReportedInc
         found.append(ReportedIncident(opening.host, start, end, opening.end_ns,
                                       _ranked_subsystems(inside, opening.subsystem),
                                       max(a.severity for a in states), opening.kind))
-    return sorted(found, key=lambda i: (i.opened_ns, i.host, i.kind))
+    return sorted(found, key=lambda i: (i.opened_ns, i.host, i.kind, i.start_ns, i.end_ns, i.severity))
 
 
 def anomaly_kind(anomaly: Anomaly) -> str:
@@ -126,8 +126,8 @@ def _alerts_by_id(alerts: list[Alert]) -> dict[str, list[Alert]]:
 
 def _ranked_subsystems(anomalies: list[Anomaly], opening_subsystem: str) -> tuple[str, ...]:
     weight: dict[str, float] = defaultdict(float)
-    for anomaly in anomalies:
+    for anomaly in sorted(anomalies, key=lambda a: (a.window_start_ns, a.subsystem, a.score)):
         if anomaly.subsystem:
             weight[anomaly.subsystem] += 1.0 + min(anomaly.score / max(anomaly.threshold, 1e-12), 10.0) / 10
-    ranked = sorted(weight, key=lambda s: -weight[s])
+    ranked = sorted(weight, key=lambda s: (-weight[s], s))
     return tuple(dict.fromkeys([opening_subsystem, *ranked] if opening_subsystem else ranked))

@@ -82,3 +82,13 @@ def test_each_alert_is_one_incident_of_its_kind_with_what_it_said_on_opening_fir
     assert first.subsystems == ("cpu", "network", "storage") and first.severity == 3.0
     assert found[2].subsystems == ("network",)
     assert np.isfinite([i.severity for i in found]).all()
+
+
+def test_incidents_do_not_depend_on_the_order_their_rows_were_read_in():
+    alerts = [_alert("a", "h1", 10, 14, subsystem="cpu"), _alert("b", "h1", 10, 14, subsystem="memory"),
+              _alert("b", "h1", 10, 30, severity=9.0, subsystem="memory", state="closed")]
+    anomalies = [_anomaly("h1", 11, "network"), _anomaly("h1", 12, "storage"), _anomaly("h1", 20, "cpu"),
+                 _anomaly("h1", 21, "memory")]
+    stored_order = incidents(alerts, anomalies)
+    assert incidents(alerts[::-1], anomalies[::-1]) == stored_order
+    assert [i.end_ns for i in stored_order] == sorted(i.end_ns for i in stored_order)
