@@ -6,8 +6,11 @@ that the host's own history does not explain. Each host therefore keeps a count 
 minus DSACK-confirmed spurious) per segment sent, learned from its windows from the first one on and following the
 traffic. Evidence that the rate has risen `rate_multiple`-fold accumulates window by window as a Poisson CUSUM; each
 window adds at most `step_cap` (one burst of the workload never decides alone, and each second of traffic is counted
-once although windows overlap) and the evidence never exceeds `alarm`, so an alarm ends within seconds of the loss
-ending however long the loss lasted. While the evidence is at `alarm` (and until it falls below half of it), the
+once although windows overlap, so one second's burst seen by the three windows that hold it stays below the alarm) and
+the evidence never exceeds `alarm`, so an alarm ends within seconds of the loss ending however long the loss lasted.
+A window whose receivers confirmed far more duplicates than it retransmitted says nothing of loss either way: those
+DSACKs acknowledge other windows' segments in bulk, and subtracting them would hide real loss, so such a window leaves
+the evidence and the model as they were. While the evidence is at `alarm` (and until it falls below half of it), the
 host's retransmitting windows are fault-induced, unless most of its peers are in alarm at the same time: congestion
 shared by the cluster is the workload's. Otherwise retransmissions are workload-intrinsic.
 """
@@ -52,17 +55,20 @@ class RetransRules:
     """The count model's settings: the rise it looks for, evidence per alarm, per-window cap, history, peer share."""
 
     rate_multiple: float = 4.0
-    alarm: float = 9.0
+    alarm: float = 8.0
     step_cap: float = 2.0
     overlap: float = 3.0
+    dsack_burst_multiple: float = 2.0
     history_windows: int = 600
     prior_segments: float = 1e4
     prior_lost: float = 1.0
     shared_fraction: float = 0.5
 
     def __post_init__(self):
-        if self.rate_multiple <= 1 or self.alarm <= 0 or self.step_cap <= 0 or self.overlap < 1:
-            raise ValueError("rate_multiple must exceed 1; alarm and step_cap must be > 0; overlap ≥ 1")
+        if (self.rate_multiple <= 1 or self.alarm <= 0 or self.step_cap <= 0 or self.overlap < 1
+                or self.dsack_burst_multiple < 1):
+            raise ValueError("rate_multiple must exceed 1; alarm and step_cap must be > 0; overlap and "
+                             "dsack_burst_multiple ≥ 1")
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,8 @@ class RetransMonitor:
     def observe(self, window: RetransWindow) -> tuple[bool, float]:
         """Add one window; returns whether the host is in alarm and the window's loss z."""
         expected = self.loss_rate * window.sent
+        if self.confirms_other_windows(window):
+            return self.alarmed, 0.0
         lost = window.lost
         step = (lost * math.log(self.rules.rate_multiple) - (self.rules.rate_multiple - 1) * expected)
         self.evidence = min(max(0.0, self.evidence + min(step / self.rules.overlap, self.rules.step_cap)),
@@ -106,6 +114,13 @@ class RetransMonitor:
         if not self.alarmed:
             self._learn(lost, window.sent)
         return self.alarmed, (lost - expected) / math.sqrt(max(expected, 1.0))
+
+    def confirms_other_windows(self, window: RetransWindow) -> bool:
+        """Whether the window's DSACK-confirmed duplicates outnumber its retransmissions `dsack_burst_multiple`-fold and by
+        more than two segments (so a confirmation that straddles two windows is not one): a bulk confirmation."""
+        if not (np.isfinite(window.spurious) and np.isfinite(window.retransmits)):
+            return False
+        return window.spurious > self.rules.dsack_burst_multiple * max(window.retransmits, 0.0) + 2
 
     def _learn(self, lost: float, sent: float) -> None:
         if len(self._history) == self._history.maxlen:

@@ -109,24 +109,42 @@ class SourceScore:
 
 @dataclass(frozen=True)
 class RetransmissionScore:
-    """Confusion counts of retransmission verdicts against per-window truth (positive: fault-induced)."""
+    """Confusion counts of retransmission verdicts against per-window truth (positive: fault-induced), with the
+    positives split by the loss fraction of the fault that dropped frames in them."""
 
     true_positive: int = 0
     false_negative: int = 0
     true_negative: int = 0
     false_positive: int = 0
+    by_loss: tuple[tuple[float, int, int], ...] = ()
 
     def __add__(self, other: RetransmissionScore) -> RetransmissionScore:
-        return RetransmissionScore(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+        counts = [getattr(self, f.name) + getattr(other, f.name) for f in fields(self) if f.name != "by_loss"]
+        return RetransmissionScore(*counts, by_loss=_merged_loss_counts(self.by_loss, other.by_loss))
 
     def figures(self) -> dict[str, float]:
         induced = _ratio(self.true_positive, self.true_positive + self.false_negative)
         intrinsic = _ratio(self.true_negative, self.true_negative + self.false_positive)
-        balanced = (induced + intrinsic) / 2 if not (math.isnan(induced) or math.isnan(intrinsic)) else math.nan
         judged = self.true_positive + self.false_negative + self.true_negative + self.false_positive
-        return {"retransmission_balanced_accuracy": balanced, "retransmission_recall_fault_induced": induced,
-                "retransmission_recall_workload_intrinsic": intrinsic,
-                "retransmission_windows_judged": float(judged)}
+        figures = {"retransmission_balanced_accuracy": _balanced(induced, intrinsic),
+                   "retransmission_recall_fault_induced": induced,
+                   "retransmission_recall_workload_intrinsic": intrinsic,
+                   "retransmission_windows_judged": float(judged)}
+        for loss, found, missed in self.by_loss:
+            figures[f"retransmission_balanced_accuracy.loss_{loss * 100:g}%"] = _balanced(
+                _ratio(found, found + missed), intrinsic)
+        return figures
+
+
+def _balanced(induced: float, intrinsic: float) -> float:
+    return (induced + intrinsic) / 2 if not (math.isnan(induced) or math.isnan(intrinsic)) else math.nan
+
+
+def _merged_loss_counts(first, second) -> tuple[tuple[float, int, int], ...]:
+    counts: dict[float, list[int]] = {}
+    for loss, found, missed in (*first, *second):
+        counts[loss] = [a + b for a, b in zip(counts.get(loss, [0, 0]), (found, missed))]
+    return tuple((loss, *row) for loss, row in sorted(counts.items()))
 
 
 @dataclass(frozen=True)
@@ -233,33 +251,42 @@ def score_retransmissions(truth: Sequence[FaultLabel],
     """Verdicts against per-window truth. A window counts when the classifier saw retransmissions in it or the
     loss rule dropped frames of its host in it; a window with neither has nothing to classify."""
     counts = {"true_positive": 0, "false_negative": 0, "true_negative": 0, "false_positive": 0}
+    by_loss: list[tuple[float, int, int]] = []
     for verdict in verdicts:
         said_induced = _category(verdict) == FAULT_INDUCED
-        induced = loss_dropped_within(truth, verdict.host, verdict.start_ns, verdict.end_ns)
+        fault = loss_fault_within(truth, verdict.host, verdict.start_ns, verdict.end_ns)
+        induced = fault is not None
         if verdict.category == NO_RETRANSMISSIONS and not induced:
             continue
         key = {(True, True): "true_positive", (True, False): "false_negative", (False, False): "true_negative",
                (False, True): "false_positive"}[(induced, said_induced)]
         counts[key] += 1
-    return RetransmissionScore(**counts)
+        if induced:
+            by_loss.append((fault.magnitude, int(said_induced), int(not said_induced)))
+    return RetransmissionScore(**counts, by_loss=_merged_loss_counts(by_loss, ()))
 
 
 def loss_dropped_within(truth: Sequence[FaultLabel], host: str, start_ns: int, end_ns: int) -> bool:
-    """Whether a packet-loss fault dropped frames of `host` between start_ns and end_ns: some interval between two
-    samples of its drop counter that overlaps the window saw the counter grow (without samples, the fault's whole
+    """Whether a packet-loss fault dropped frames of `host` between start_ns and end_ns."""
+    return loss_fault_within(truth, host, start_ns, end_ns) is not None
+
+
+def loss_fault_within(truth: Sequence[FaultLabel], host: str, start_ns: int, end_ns: int) -> FaultLabel | None:
+    """The packet-loss fault that dropped frames of `host` between start_ns and end_ns, if any: some interval between
+    two samples of its drop counter that overlaps the window saw the counter grow (without samples, the fault's whole
     interval counts when it took effect)."""
     for fault in truth:
         if fault.fault != PACKET_LOSS or fault.host != host:
             continue
         if not fault.drops_timeline:
             if fault.took_effect and start_ns < fault.end_ns and end_ns > fault.start_ns:
-                return True
+                return fault
             continue
         samples = fault.drops_timeline
         for (t0, dropped0), (t1, dropped1) in zip(samples, samples[1:]):
             if dropped1 > dropped0 and t0 < end_ns and t1 > start_ns:
-                return True
-    return False
+                return fault
+    return None
 
 
 def _category(verdict: RetransmissionVerdict) -> str:
@@ -350,7 +377,13 @@ def run_score_from_record(record: dict) -> RunScore:
         return SourceScore(**{**data, "delays_s": tuple(data["delays_s"]),
                               "attribution": tuple(tuple(row) for row in data["attribution"])})
     return RunScore(source(record["overall"]), tuple((name, source(data)) for name, data in record["by_source"]),
-                    RetransmissionScore(**record["retransmissions"]), record["faults_injected"])
+                    retransmission_score(record["retransmissions"]), record["faults_injected"])
+
+
+def retransmission_score(data: dict) -> RetransmissionScore:
+    """A RetransmissionScore back from its JSON form (records written before the split by loss have none)."""
+    by_loss = tuple((float(loss), int(found), int(missed)) for loss, found, missed in data.get("by_loss", ()))
+    return RetransmissionScore(**{**data, "by_loss": by_loss})
 
 
 def run_score_record(score: RunScore) -> dict:

@@ -81,3 +81,15 @@ def test_an_alarm_ends_within_seconds_of_the_loss_however_long_it_lasted():
                                 for w in _clean_windows(rng, 60, rate=0.0, burst_every=10**9, burst=0)))
     assert not monitor.alarmed
     assert all(v.category != FAULT_INDUCED for v in after[15:])
+
+
+def test_a_bulk_dsack_confirmation_during_loss_does_not_hide_it():
+    rng = np.random.default_rng(6)
+    lossy = lambda i: RetransWindow("h1", 600 + i, rng.poisson(6000 * 1e-3) + 0.0, 6000)  # noqa: E731
+    bulk = lambda i: RetransWindow("h1", 600 + i, 6.0, 6000, spurious=300.0)  # noqa: E731
+    monitor = RetransMonitor()
+    _verdicts(monitor, _clean_windows(rng, 600, burst_every=10**9))
+    verdicts = _verdicts(monitor, [lossy(i) if i % 4 else bulk(i) for i in range(40)])
+    assert sum(v.category == FAULT_INDUCED for v in verdicts) >= 30
+    assert monitor.confirms_other_windows(bulk(0)) and not monitor.confirms_other_windows(
+        RetransWindow("h1", 0, 5.0, 6000, spurious=6.0))

@@ -2,6 +2,8 @@
 (plus grace), chance recall, one time base for false alerts, per-window retransmission truth with balanced
 accuracy, faults without effect, sources, attribution by kind, and suites that add counts."""
 
+import dataclasses
+import json
 import math
 
 import pytest
@@ -194,6 +196,22 @@ def test_always_answering_workload_intrinsic_scores_half_not_most():
     assert result["retransmission_recall_fault_induced"] == 0.0
     assert result["retransmission_recall_workload_intrinsic"] == 1.0
     assert result["retransmission_balanced_accuracy"] == 0.5
+
+
+def test_balanced_accuracy_is_also_given_at_each_loss_fraction_and_survives_a_stored_record():
+    light = dataclasses.replace(fault("h2", 200, 230, "network", "packet_loss", drops=((200, 0), (230, 5))),
+                                magnitude=0.001)
+    heavy = dataclasses.replace(LOSS, magnitude=0.01)
+    windows = [verdict("h1", 110, 113, "fault-induced"), verdict("h1", 114, 117, "fault-induced"),
+               verdict("h2", 205, 208, "fault-induced"), verdict("h2", 210, 213, "workload-intrinsic"),
+               verdict("h3", 205, 208, "workload-intrinsic")]
+    scored = score([heavy, light], retransmissions=windows)
+    result = scored.figures()
+    assert result["retransmission_balanced_accuracy.loss_1%"] == 1.0
+    assert result["retransmission_balanced_accuracy.loss_0.1%"] == 0.75
+    assert result["retransmission_balanced_accuracy"] == pytest.approx((3 / 4 + 1) / 2)
+    again = run_score_from_record(json.loads(json.dumps(run_score_record(scored))))
+    assert (again + again).retransmissions.by_loss == ((0.001, 2, 2), (0.01, 4, 0))
 
 
 def test_a_missed_loss_window_counts_even_when_the_classifier_saw_nothing():
