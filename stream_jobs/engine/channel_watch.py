@@ -6,8 +6,9 @@ operator's fault often moves one or two channels far (a burner on one container'
 protocol counter). Each channel therefore keeps the band its window means stayed in over the baseline (low and high
 quantiles, so rare baseline excursions such as a checkpoint's writes are inside it) and its median and robust
 spread. A window departs on a channel when its mean leaves the band by at least the band's own width (floored at a
-share of the channel's level, and, for counters that never moved, at a minimum number of events per window), so
-noise in a near-constant channel is not an event. Secondary columns (a channel's within-window spread, a residual
+share of the channel's level, for counters that never moved at a minimum number of events per window, and for memory
+levels, in bytes or pages, at `byte_floor`, so that a process starting or a little cache is not an event), so noise in a
+near-constant channel is not an event. Secondary columns (a channel's within-window spread, a residual
 from a correlated channel) are noisier and must leave their band by `secondary_departure` widths. A residual's width
 is at least `residual_floor` of its pruned channel's own spread over the baseline, so a small change in the ratio of
 two tightly coupled channels (bytes per segment) is not an event. A channel counts only once it has departed in
@@ -41,6 +42,7 @@ class WatchSettings:
     relative_floor: float = 0.05
     residual_floor: float = 0.5
     min_events: float = 5.0
+    byte_floor: float = 16 * 2**20
     departure: float = 1.0
     secondary_departure: float = 1.5
     persist_windows: int = 4
@@ -56,8 +58,9 @@ class WatchSettings:
             raise ValueError(f"adopt_after {self.adopt_after} must exceed persist_windows {self.persist_windows}")
         if self.persist_windows < 1 or self.history_stride < 1 or self.history_windows < 10:
             raise ValueError("persist_windows and history_stride must be ≥ 1, history_windows ≥ 10")
-        if not (self.departure > 0 and self.relative_floor >= 0 and self.residual_floor >= 0 and self.min_events >= 0):
-            raise ValueError("departure must be > 0; relative_floor, residual_floor and min_events ≥ 0")
+        if not (self.departure > 0 and self.relative_floor >= 0 and self.residual_floor >= 0 and self.min_events >= 0
+                and self.byte_floor >= 0):
+            raise ValueError("departure must be > 0; relative_floor, residual_floor, min_events and byte_floor ≥ 0")
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,6 +8,8 @@ from functools import cached_property
 import numpy as np
 
 CUMULATIVE_KINDS = ("counter", "event")
+# The page size Linux reports memory counts in (/proc/vmstat, per-node page counts) on the platforms Reveal runs on.
+PAGE_BYTES = 4096.0
 
 
 @dataclass(frozen=True)
@@ -17,10 +19,13 @@ class ChannelTable:
     names: tuple[str, ...]
     kinds: tuple[str, ...]
     subsystems: tuple[str, ...]
+    units: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not len(self.names) == len(self.kinds) == len(self.subsystems):
             raise ValueError("names, kinds and subsystems must have one entry per channel")
+        if self.units and len(self.units) != len(self.names):
+            raise ValueError("units, when given, must have one entry per channel")
 
     def __len__(self) -> int:
         return len(self.names)
@@ -29,6 +34,15 @@ class ChannelTable:
     def cumulative(self) -> np.ndarray:
         """True where the channel is a cumulative counter whose rate, not level, is the signal."""
         return np.isin(np.asarray(self.kinds), CUMULATIVE_KINDS)
+
+    @cached_property
+    def bytes_per_unit(self) -> np.ndarray:
+        """For levels of memory (gauges in bytes or in pages of PAGE_BYTES), the bytes one unit of the channel is;
+        0 for every other channel."""
+        if not self.units:
+            return np.zeros(len(self.names))
+        units, gauges = np.asarray(self.units), np.asarray(self.kinds) == "gauge"
+        return np.where(gauges & (units == "bytes"), 1.0, np.where(gauges & (units == "pages"), PAGE_BYTES, 0.0))
 
     @cached_property
     def scored(self) -> np.ndarray:

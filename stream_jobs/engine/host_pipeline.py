@@ -126,10 +126,14 @@ class HostPipeline:
         self._tx_bytes = _indices(self.signal_names, ("net.tx_bytes.",), prefix=True)
 
     def _event_floors(self) -> np.ndarray:
-        """Each signal's smallest meaningful band width (counters: a few events per window); the agent's own
-        metrics get an infinite one, so they are never judged."""
+        """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
+        watch's byte floor); the agent's own metrics get an infinite one, so they are never judged."""
         cumulative = np.concatenate([self.channels.cumulative, np.zeros(len(self.specs), dtype=bool)])
         floors = event_floor(cumulative, self.settings.window_s, self.settings.watch.min_events)
+        bytes_per_unit = np.concatenate([self.channels.bytes_per_unit, np.zeros(len(self.specs))])
+        with np.errstate(divide="ignore"):
+            byte_floor = self.settings.watch.byte_floor / bytes_per_unit
+        floors = np.where(bytes_per_unit > 0, np.fmax(floors, byte_floor), floors)
         own = np.array([name.startswith(SELF_METRIC_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)
 

@@ -100,3 +100,25 @@ def test_a_channel_that_leaves_its_correlated_channel_by_its_own_spread_is_found
     flagged = [v for v in after if v.anomalous]
     assert len(flagged) >= 0.8 * len(after)
     assert flagged[0].evidence[0].channel == "net.sent_bytes"
+
+
+def _judge_memory_step(step_bytes: float, units=("bytes", "")):
+    """A container's resident memory (100 MiB, steady) and a busy CPU channel; memory rises by step_bytes at
+    t = 200 s."""
+    rng = np.random.default_rng(7)
+    t = np.arange(0.0, 300.0, 0.1)
+    memory = 100 * 2**20 + rng.normal(0, 2e5, len(t)) + np.where(t >= 200, step_bytes, 0.0)
+    busy = 0.6 + 0.2 * np.sin(2 * np.pi * t / 5.0) + rng.normal(0, 0.02, len(t))
+    table = ChannelTable(("mem.resident", "cpu.busy"), ("gauge", "gauge"), ("memory", "cpu"), units)
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    verdicts = []
+    for s, m, b in zip(t, memory, busy):
+        verdicts += pipeline.push(T0 + int(s * 1e9), np.array([m, b]))
+    return [v for v in verdicts if v.start_ns >= T0 + 200 * 10**9]
+
+
+def test_a_few_mebibytes_more_resident_memory_is_not_an_event_but_a_real_allocation_is():
+    assert not any(v.anomalous for v in _judge_memory_step(12 * 2**20))
+    assert any(v.anomalous for v in _judge_memory_step(12 * 2**20, units=("", ""))), "without units no floor applies"
+    flagged = [v for v in _judge_memory_step(512 * 2**20) if v.anomalous]
+    assert flagged and flagged[0].evidence[0].channel == "mem.resident"
