@@ -46,8 +46,7 @@ def _timed(function, repeats: int) -> float:
 def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -> EngineBenchResult:
     """Warm `hosts` pipelines on synthetic hosts of `channels` channels, then time each stage of one window."""
     catalog = _catalog(channels)
-    table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels),
-                             tuple(c.unit for c in catalog.channels))
+    table = ChannelTable.of_catalog(catalog)
     settings = EngineSettings(warmup_windows=60)
     frames = synthetic_frames(catalog, 1_700_000_000_000_000_000, 10 * 70, seed=1)
     progress(f"warming {hosts} host pipelines of {len(catalog.channels)} channels …")

@@ -175,8 +175,7 @@ class HostStage:
         if current is not None:
             self.counters.catalog_changes += 1
             log.info("catalog of %s changed to version %d", catalog.host, catalog.version)
-        table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels),
-                             tuple(c.unit for c in catalog.channels))
+        table = ChannelTable.of_catalog(catalog)
         settings = self.settings if catalog.interval_s == self.settings.interval_s else \
             EngineSettings(**{**self.settings.__dict__, "interval_s": catalog.interval_s})
         pipeline = HostPipeline(table, settings, refit_phase(catalog.host, settings.refit_every))

@@ -30,6 +30,13 @@ class ChannelTable:
     def __len__(self) -> int:
         return len(self.names)
 
+    @classmethod
+    def of_catalog(cls, catalog) -> ChannelTable:
+        """The table of a catalog's channels (anything with `names`, `kinds` and `channels` that have a subsystem
+        and a unit)."""
+        return cls(tuple(catalog.names), tuple(catalog.kinds), tuple(c.subsystem for c in catalog.channels),
+                   tuple(c.unit for c in catalog.channels))
+
     @cached_property
     def cumulative(self) -> np.ndarray:
         """True where the channel is a cumulative counter whose rate, not level, is the signal."""

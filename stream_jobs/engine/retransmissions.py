@@ -102,9 +102,9 @@ class RetransMonitor:
 
     def observe(self, window: RetransWindow) -> tuple[bool, float]:
         """Add one window; returns whether the host is in alarm and the window's loss z."""
-        expected = self.loss_rate * window.sent
         if self.confirms_other_windows(window):
             return self.alarmed, 0.0
+        expected = self.loss_rate * window.sent
         lost = window.lost
         step = (lost * math.log(self.rules.rate_multiple) - (self.rules.rate_multiple - 1) * expected)
         self.evidence = min(max(0.0, self.evidence + min(step / self.rules.overlap, self.rules.step_cap)),
@@ -116,8 +116,8 @@ class RetransMonitor:
         return self.alarmed, (lost - expected) / math.sqrt(max(expected, 1.0))
 
     def confirms_other_windows(self, window: RetransWindow) -> bool:
-        """Whether the window's DSACK-confirmed duplicates outnumber its retransmissions `dsack_burst_multiple`-fold and by
-        more than two segments (so a confirmation that straddles two windows is not one): a bulk confirmation."""
+        """Whether the window's DSACK-confirmed duplicates outnumber its retransmissions `dsack_burst_multiple`-fold
+        and by more than two segments (so a confirmation that straddles two windows is not one): a bulk confirmation."""
         if not (np.isfinite(window.spurious) and np.isfinite(window.retransmits)):
             return False
         return window.spurious > self.rules.dsack_burst_multiple * max(window.retransmits, 0.0) + 2
