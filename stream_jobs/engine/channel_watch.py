@@ -7,13 +7,22 @@ protocol counter). Each channel therefore keeps the band its window means stayed
 quantiles, so rare baseline excursions such as a checkpoint's writes are inside it) and its median and robust
 spread. A window departs on a channel when its mean leaves the band by at least the band's own width (floored at a
 share of the channel's level, for counters that never moved at a minimum number of events per window, and for memory
-levels, in bytes or pages, at `byte_floor`, so that a process starting or a little cache is not an event), so noise in a
+levels, in bytes or pages, at `byte_floor`, so that a process starting or a little cache is not an event, and for gauges
+that count things (only whole numbers in the baseline: sockets, tasks) at `count_floor` things), so noise in a
 near-constant channel is not an event. Secondary columns (a channel's within-window spread, a residual
 from a correlated channel) are noisier and must leave their band by `secondary_departure` widths. A residual's width
 is at least `residual_floor` of its pruned channel's own spread over the baseline, so a small change in the ratio of
 two tightly coupled channels (bytes per segment) is not an event. A channel counts only once it has departed in
 `persist_windows` consecutive windows: one instant's burst appears in every overlapping window that holds it, never
 in more.
+
+A busy channel's band spans the brief peaks of its baseline (a step's burst of CPU, an evaluation pass), so a fault
+that holds the channel at such a level for half a minute stays inside it. Each channel therefore also keeps a
+sustained band: the highest level its baseline held for `sustained_windows` consecutive windows and the lowest (from
+a baseline of at least `sustained_baseline` windows: a shorter one has not seen what the host holds), with a width of
+at least `sustained_relative_floor` of the channel's level, since levels held for seconds vary more than the baseline's
+few minutes show. A channel that stays beyond that band, by the same widths, for `sustained_windows` windows counts
+too; one that stays beyond it for `adopt_after` windows gets its band widened to its plain band.
 
 Bands follow slow drift: every `history_stride`-th window is kept with the channels that stayed in their bands, and
 the bands are learned again from them whenever the host's baseline is refreshed, so page cache that grows over hours
@@ -29,6 +38,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 MAD_TO_SIGMA = 1.4826
 
@@ -43,9 +53,14 @@ class WatchSettings:
     residual_floor: float = 0.5
     min_events: float = 5.0
     byte_floor: float = 16 * 2**20
+    count_floor: float = 2.0
     departure: float = 1.0
     secondary_departure: float = 1.5
     persist_windows: int = 4
+    sustained_windows: int = 16
+    sustained_baseline: int = 300
+    sustained_relative_floor: float = 1.0
+    busy_floors: float = 10.0
     history_stride: int = 5
     history_windows: int = 720
     adopt_after: int = 600
@@ -58,9 +73,13 @@ class WatchSettings:
             raise ValueError(f"adopt_after {self.adopt_after} must exceed persist_windows {self.persist_windows}")
         if self.persist_windows < 1 or self.history_stride < 1 or self.history_windows < 10:
             raise ValueError("persist_windows and history_stride must be ≥ 1, history_windows ≥ 10")
+        if not self.persist_windows < self.sustained_windows < self.adopt_after:
+            raise ValueError(f"sustained_windows {self.sustained_windows} must lie between persist_windows "
+                             f"{self.persist_windows} and adopt_after {self.adopt_after}")
         if not (self.departure > 0 and self.relative_floor >= 0 and self.residual_floor >= 0 and self.min_events >= 0
-                and self.byte_floor >= 0):
-            raise ValueError("departure must be > 0; relative_floor, residual_floor, min_events and byte_floor ≥ 0")
+                and self.byte_floor >= 0 and self.count_floor >= 0):
+            raise ValueError("departure must be > 0; relative_floor, residual_floor, min_events, byte_floor and "
+                             "count_floor ≥ 0")
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,6 +110,24 @@ class ChannelBands:
         sigma = np.fmax(sigma, width / 6.0)
         return cls(low, high, width, median, sigma)
 
+    def sustained(self, means: np.ndarray, event_floor: np.ndarray, settings: WatchSettings, trim: float = 0.0,
+                  stride: int = 1) -> ChannelBands | None:
+        """The band of levels a baseline's window means (rows × channels, one row every `stride` windows) held for
+        `settings.sustained_windows` windows in a row: from the lowest level they stayed under to the highest they
+        stayed over, inside this band; None for a baseline shorter than `settings.sustained_baseline` windows."""
+        run = max(2, -(-settings.sustained_windows // stride))
+        if len(means) < run or len(means) * stride < settings.sustained_baseline:
+            return None
+        runs = sliding_window_view(means, run, axis=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            high = np.nanquantile(np.nanmin(runs, axis=2), 1 - trim / 2, axis=0)
+            low = np.nanquantile(np.nanmax(runs, axis=2), trim / 2, axis=0)
+        high, low = np.fmin(high, self.high), np.fmax(low, self.low)
+        width = np.fmax(np.fmax(high - low, settings.sustained_relative_floor * np.abs(self.median)), event_floor)
+        busy = np.abs(self.median) > settings.busy_floors * event_floor
+        return ChannelBands(low, high, np.where(busy & (width > 0), width, np.nan), self.median, self.sigma)
+
     def departure(self, means: np.ndarray) -> np.ndarray:
         """How far each channel's mean lies outside its band, in band widths: positive above, negative below, 0
         inside, and 0 where either side is unknown."""
@@ -116,13 +153,14 @@ class ChannelBands:
 
 @dataclass(frozen=True, eq=False)
 class WatchVerdict:
-    """One window on every channel: signed departure in band widths, z, runs of departing windows, and which
-    channels have persisted (the window's finding)."""
+    """One window on every channel: signed departure in band widths, z, runs of departing windows, which channels
+    have persisted (the window's finding), and the bands it was judged against (a band may widen right after)."""
 
     departure: np.ndarray
     z: np.ndarray
     streak: np.ndarray
     persisted: np.ndarray
+    bands: ChannelBands | None = None
 
     @property
     def flagged(self) -> bool:
@@ -144,7 +182,9 @@ class ChannelWatch:
         secondary = np.zeros(len(self.event_floor), dtype=bool) if secondary is None else np.asarray(secondary, bool)
         self.threshold = np.where(secondary, settings.secondary_departure, settings.departure)
         self.bands: ChannelBands | None = None
+        self.sustained: ChannelBands | None = None
         self.streak = np.zeros(len(self.event_floor), dtype=np.int64)
+        self.sustained_streak = np.zeros(len(self.event_floor), dtype=np.int64)
         self._history: deque = deque(maxlen=max(10, settings.history_windows // settings.history_stride))
         self._recent: deque = deque(maxlen=max(2, settings.adopt_after // settings.history_stride))
         self._windows = 0
@@ -152,17 +192,20 @@ class ChannelWatch:
 
     def fit(self, baseline_means: np.ndarray, trim: float = 0.0) -> ChannelWatch:
         """Learn the bands from the baseline's window means (windows × channels), `trim` as in ChannelBands.fit."""
-        self.bands = ChannelBands.fit(np.asarray(baseline_means, dtype=np.float64), self.event_floor, self.settings,
-                                      trim)
+        means = np.asarray(baseline_means, dtype=np.float64)
+        self.bands = ChannelBands.fit(means, self.event_floor, self.settings, trim)
+        self.sustained = self.bands.sustained(means, self.event_floor, self.settings, trim)
+        self.sustained_streak[:] = 0
         self._history.clear()
         self._history.extend(np.asarray(baseline_means, dtype=np.float32)[::-self.settings.history_stride][::-1])
         self.streak[:] = 0
         return self
 
-    def restore(self, bands: ChannelBands) -> None:
+    def restore(self, bands: ChannelBands, sustained: ChannelBands | None = None) -> None:
         """Take over saved bands (a worker restarting); persistence runs start from zero."""
-        self.bands = bands
+        self.bands, self.sustained = bands, sustained
         self.streak[:] = 0
+        self.sustained_streak[:] = 0
 
     def judge(self, means: np.ndarray) -> WatchVerdict:
         """Judge one window's channel means; windows that do not depart join the history, and the bands are learned
@@ -174,9 +217,18 @@ class ChannelWatch:
         departing = np.abs(departure) >= self.threshold
         self.streak = np.where(departing, self.streak + 1, 0)
         persisted = self.streak >= self.settings.persist_windows
-        verdict = WatchVerdict(departure, self.bands.z(means), self.streak.copy(), persisted)
+        if self.sustained is not None:
+            held = self.sustained.departure(means)
+            held_departing = np.abs(held) >= self.threshold
+            self.sustained_streak = np.where(held_departing, self.sustained_streak + 1, 0)
+            held_long = (self.sustained_streak >= self.settings.sustained_windows) & ~persisted
+            departure, persisted = np.where(held_long, held, departure), persisted | held_long
+            departing = departing | held_departing
+        verdict = WatchVerdict(departure, self.bands.z(means), np.fmax(self.streak, self.sustained_streak), persisted,
+                               self.bands)
         self._remember(means, departing)
         self._adopt(self.streak >= self.settings.adopt_after)
+        self._widen_sustained(self.sustained_streak >= self.settings.adopt_after)
         return verdict
 
     def _adopt(self, changed: np.ndarray) -> None:
@@ -195,6 +247,13 @@ class ChannelWatch:
         median[changed] = np.nanmedian(recent, axis=0)
         self.bands = ChannelBands(low, high, width, median, np.fmax(self.bands.sigma, width / 6.0))
         self.streak[changed] = 0
+        self._widen_sustained(changed)
+
+    def _widen_sustained(self, changed: np.ndarray) -> None:
+        """Give channels that stayed beyond their sustained band for good their plain band as sustained band."""
+        if self.sustained is not None and changed.any():
+            self.sustained = _merged(~changed, self.sustained, self.bands)
+            self.sustained_streak[changed] = 0
 
     def _remember(self, means: np.ndarray, departing: np.ndarray) -> None:
         """Keep every `history_stride`-th window: for the history only the channels that stayed in their bands,
@@ -212,14 +271,30 @@ class ChannelWatch:
         history = np.asarray(self._history, dtype=np.float64)
         fresh = ChannelBands.fit(history, self.event_floor, self.settings)
         keep = np.isfinite(history).sum(axis=0) < 10
-        self.bands = ChannelBands(*(np.where(keep, getattr(self.bands, name), getattr(fresh, name))
-                                    for name in ("low", "high", "width", "median", "sigma")))
+        self.bands = _merged(keep, self.bands, fresh)
+        if self.sustained is not None:
+            held = fresh.sustained(history, self.event_floor, self.settings, stride=self.settings.history_stride)
+            self.sustained = _merged(keep, self.sustained, held) if held is not None else self.sustained
         return True
 
     @property
     def longest_run(self) -> int:
-        """The longest current run of departing windows among the channels."""
-        return int(self.streak.max(initial=0))
+        """The longest current run of departing windows among the channels, on either band."""
+        return int(max(self.streak.max(initial=0), self.sustained_streak.max(initial=0)))
+
+
+def _merged(keep: np.ndarray, kept: ChannelBands, fresh: ChannelBands) -> ChannelBands:
+    """`kept`'s bands where `keep` is true, `fresh`'s elsewhere."""
+    return ChannelBands(*(np.where(keep, getattr(kept, name), getattr(fresh, name))
+                          for name in ("low", "high", "width", "median", "sigma")))
+
+
+def counts_things(signal: np.ndarray, gauges: np.ndarray) -> np.ndarray:
+    """True for the gauges whose every baseline sample (rows of `signal`) is a whole number: a count of things, which
+    moves by one thing at a time, so that a change of one or two is the gauge's resolution, not an effect."""
+    with np.errstate(invalid="ignore"):
+        whole = np.where(np.isfinite(signal), signal == np.round(signal), True).all(axis=0)
+    return whole & np.isfinite(signal).any(axis=0) & np.asarray(gauges, dtype=bool)
 
 
 def event_floor(cumulative: np.ndarray, window_s: float, min_events: float) -> np.ndarray:

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
-from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchSettings, WatchVerdict, event_floor
+from stream_jobs.engine.channel_watch import (ChannelBands, ChannelWatch, WatchSettings, WatchVerdict, counts_things,
+                                              event_floor)
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.derived import derive, derived_specs, signals
 from stream_jobs.engine.detectors import standard_detectors
@@ -118,6 +119,12 @@ class HostPipeline:
         self._warmup_means: list[np.ndarray] = []
         self._warmup_signal_rows: list[int] = []
         self.residuals = Residuals.none()
+        self._cumulative = np.concatenate([channels.cumulative, np.zeros(len(self.specs), dtype=bool)])
+        self._step_ratios = np.concatenate([np.zeros(len(channels), dtype=bool),
+                                            np.array([_counts_per_count(spec, channels) for spec in self.specs],
+                                                     dtype=bool)])
+        self.counted = np.zeros(len(self.signal_names), dtype=bool)
+        self.ratio_floors = np.zeros(len(self.signal_names))
         self.watch = ChannelWatch(self._event_floors(), settings.watch)
         self._window_starts: deque = deque(maxlen=settings.watch.adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
@@ -127,23 +134,36 @@ class HostPipeline:
 
     def _event_floors(self) -> np.ndarray:
         """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
-        watch's byte floor); the agent's own metrics get an infinite one, so they are never judged."""
-        cumulative = np.concatenate([self.channels.cumulative, np.zeros(len(self.specs), dtype=bool)])
-        floors = event_floor(cumulative, self.settings.window_s, self.settings.watch.min_events)
+        watch's byte floor, gauges that count things: its count floor); the agent's own metrics get an infinite one,
+        so they are never judged."""
+        floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
         bytes_per_unit = np.concatenate([self.channels.bytes_per_unit, np.zeros(len(self.specs))])
         with np.errstate(divide="ignore"):
             byte_floor = self.settings.watch.byte_floor / bytes_per_unit
         floors = np.where(bytes_per_unit > 0, np.fmax(floors, byte_floor), floors)
+        counts = self.counted & (bytes_per_unit == 0)
+        floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
+        floors = np.fmax(floors, self.ratio_floors)
         own = np.array([name.startswith(SELF_METRIC_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)
 
     def _watch_floors(self) -> np.ndarray:
-        """Floors of the watched columns (see _watched): each takes its signal's; a residual's is at least a share
-        of its pruned signal's spread over the baseline, so a fit that was tight does not turn a small change in
-        the ratio of two channels into an event."""
+        """Floors of the watched columns (see _watched): each takes its signal's, but the spread within a window of a
+        counter (or of a ratio of counters) is floored where its minimum events, all arriving in one sample, would
+        put it (one instant's handful is not an event); a residual's is at least a share of its pruned signal's
+        spread over the baseline, so a fit that was tight does not turn a small change in the ratio of two channels
+        into an event."""
         floors = self._event_floors()
+        spreads = np.where(self._cumulative | self._step_ratios, floors * self._one_sample_burst(), floors)
         residual = np.fmax(floors[self.residuals.dropped], self.settings.watch.residual_floor * self.residuals.spread)
-        return np.concatenate([floors, floors, residual, residual])
+        residual_spreads = np.fmax(spreads[self.residuals.dropped], residual)
+        return np.concatenate([floors, spreads, residual, residual_spreads])
+
+    def _one_sample_burst(self) -> float:
+        """How much larger a counter's spread within a window is than its mean when all of the window's events
+        arrive in one sample and none in the others."""
+        samples = max(2.0, self.settings.window_s / self.settings.interval_s)
+        return self.settings.window_s / self.settings.interval_s * np.sqrt(samples - 1) / samples
 
     def _secondary_columns(self) -> np.ndarray:
         """True for every watched column but the signals' means."""
@@ -240,7 +260,7 @@ class HostPipeline:
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
         """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""
-        bands, observed = self.watch.bands, self.watch.last_observed
+        bands, observed = watched.bands or self.watch.bands, self.watch.last_observed
         magnitude = np.where(watched.persisted, np.abs(watched.departure), -1.0)
         order = np.argsort(-magnitude, kind="stable")[:self.settings.evidence_limit]
         return tuple(Contribution(self.watched_name(i), self.watched_feature(i), float(observed[i]),
@@ -358,6 +378,8 @@ class HostPipeline:
         represented = self.selection.represented_by if self.selection else {}
         signals = np.vstack(self._warmup_signals) if self._warmup_signals else np.zeros((0, len(self.signal_names)))
         self.residuals = Residuals.fit(signals, self.signal_names, represented)
+        self.counted = counts_things(signals, np.asarray(self.signal_kinds) == "gauge")
+        self.ratio_floors = self._ratio_floors(np.vstack(self._warmup_means))
         columns = 2 * len(self.signal_names) + 2 * len(self.residuals)
         baseline = np.full((len(self._warmup_means), columns), np.nan)
         for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
@@ -365,6 +387,20 @@ class HostPipeline:
         baseline[:, :len(self.signal_names)] = np.vstack(self._warmup_means)
         self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
         self.watch.fit(baseline, self.settings.baseline_trim)
+
+    def _ratio_floors(self, baseline_means: np.ndarray) -> np.ndarray:
+        """Floors of the derived ratios of two counters (retransmits per segment): the numerator's event floor over
+        the denominator's median rate in the baseline, so a ratio moved by a handful of events is not an event."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            medians = np.nanmedian(baseline_means, axis=0)
+        floors = np.zeros(len(self.signal_names))
+        numerator_floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
+        for offset, spec in enumerate(self.specs):
+            column = len(self.channels) + offset
+            rate = medians[spec.inputs[1]] if self._step_ratios[column] else 0.0
+            floors[column] = numerator_floors[spec.inputs[0]] / rate if rate > 0 else 0.0
+        return floors
 
     def _new_ensemble(self) -> DetectorEnsemble:
         return DetectorEnsemble(standard_detectors(self.settings.seed), self.settings.mode,
@@ -424,7 +460,9 @@ class HostPipeline:
         return {"signal_names": list(self.signal_names), "windows_seen": self.windows_seen,
                 "selection": self.selection.to_json() if self.selection else None,
                 "ensemble": self.ensemble.state(), "bands": self.watch.bands.to_json(),
-                "residuals": self.residuals.to_json()}
+                "sustained_bands": self.watch.sustained.to_json() if self.watch.sustained is not None else None,
+                "residuals": self.residuals.to_json(), "counted": np.flatnonzero(self.counted).tolist(),
+                "ratio_floors": self.ratio_floors.tolist()}
 
     def restore(self, state: dict) -> bool:
         """Take over a saved baseline if it was learned on the same channels; returns whether it was taken."""
@@ -435,8 +473,12 @@ class HostPipeline:
         self._set_layout()
         self.ensemble = DetectorEnsemble.from_state(state["ensemble"])
         self.residuals = Residuals.from_json(state.get("residuals"))
+        self.counted = np.isin(np.arange(len(self.signal_names)), state.get("counted", []))
+        self.ratio_floors = np.asarray(state.get("ratio_floors", np.zeros(len(self.signal_names))), dtype=np.float64)
         self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
-        self.watch.restore(ChannelBands.from_json(state["bands"]))
+        sustained = state.get("sustained_bands")
+        self.watch.restore(ChannelBands.from_json(state["bands"]),
+                           ChannelBands.from_json(sustained) if sustained else None)
         self.windows_seen = state["windows_seen"]
         self.restored_through_ns = state.get("through_ns")
         return True
@@ -509,6 +551,11 @@ class Residuals:
 
 
 _EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("gpu.power.",))
+
+
+def _counts_per_count(spec, channels: ChannelTable) -> bool:
+    """Whether a derived channel is the per-step ratio of two counters."""
+    return spec.formula == "delta_ratio" and all(channels.cumulative[i] for i in spec.inputs[:2])
 
 
 def refit_phase(host: str, refit_every: int) -> int:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchSettings, event_floor
+from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchSettings, counts_things, event_floor
 
 SETTINGS = WatchSettings(persist_windows=4, history_stride=1, history_windows=400, adopt_after=60)
 
@@ -84,3 +84,56 @@ def test_bands_survive_json_and_settings_refuse_nonsense():
         WatchSettings(persist_windows=4, adopt_after=4)
     with pytest.raises(ValueError, match="low_quantile"):
         WatchSettings(low_quantile=0.9, high_quantile=0.1)
+
+
+def peaky_baseline(windows=400):
+    """A busy gauge at 100 that peaks to 1000 for 3 windows every 50 (a step's burst), as consecutive window means."""
+    level = np.full(windows, 100.0) + np.random.default_rng(8).normal(0, 2, windows)
+    for start in range(20, windows, 50):
+        level[start:start + 3] = 1000.0
+    return level[:, None]
+
+
+def test_a_level_held_far_longer_than_the_baselines_peaks_counts_though_it_stays_inside_the_band():
+    w = ChannelWatch(np.zeros(1), SETTINGS).fit(peaky_baseline())
+    assert not any(w.judge(row).flagged for row in peaky_baseline()), "the baseline's own peaks are never findings"
+    held = [w.judge(np.array([900.0])) for _ in range(SETTINGS.sustained_windows + 4)]
+    assert held[0].departure[0] == 0.0, "900 lies inside the band the peaks span"
+    flagged = [v.flagged for v in held]
+    assert flagged.index(True) == SETTINGS.sustained_windows - 1 and all(flagged[SETTINGS.sustained_windows - 1:])
+    assert held[-1].departure[0] > 1 and held[-1].persisted.tolist() == [True]
+
+
+def test_a_short_baseline_gets_no_sustained_band():
+    assert ChannelWatch(np.zeros(1), SETTINGS).fit(peaky_baseline(200)).sustained is None
+    w = ChannelWatch(np.zeros(1), SETTINGS).fit(peaky_baseline())
+    assert w.sustained.high[0] < 200.0 < w.bands.high[0]
+    restored = ChannelWatch(np.zeros(1), SETTINGS)
+    restored.restore(w.bands, ChannelBands.from_json(w.sustained.to_json()))
+    assert [restored.judge(np.array([900.0])).flagged for _ in range(SETTINGS.sustained_windows)][-1]
+
+
+def test_the_sustained_band_moves_with_the_baseline_when_refitted():
+    w = ChannelWatch(np.zeros(1), SETTINGS).fit(peaky_baseline())
+    first_high = w.sustained.high[0]
+    drifting = peaky_baseline(2000) + np.linspace(0.0, 60.0, 2000)[:, None]
+    flagged = 0
+    for step, row in enumerate(drifting):
+        flagged += w.judge(row).flagged
+        if step % 100 == 99:
+            assert w.refit()
+    assert flagged == 0, "a busy level that rises by 60 over 2000 windows is followed"
+    assert w.sustained.high[0] == pytest.approx(first_high + 60.0, abs=10.0)
+
+
+def test_gauges_that_count_things_are_told_from_the_others_by_their_baseline():
+    samples = np.array([[3.0, 0.5, 7.0, 2.0], [4.0, 0.7, 7.0, 3.0], [np.nan, 0.1, 8.0, 4.0]])
+    assert counts_things(samples, np.array([True, True, True, False])).tolist() == [True, False, True, False]
+
+
+def test_a_counter_that_trickles_gets_no_sustained_band():
+    sparse = np.zeros((400, 1))
+    sparse[::40] = 3.0
+    w = ChannelWatch(event_floor(np.array([True]), window_s=3.0, min_events=5.0), SETTINGS).fit(sparse)
+    assert np.isnan(w.sustained.width[0])
+    assert not any(w.judge(np.array([2.0])).flagged for _ in range(3 * SETTINGS.sustained_windows))

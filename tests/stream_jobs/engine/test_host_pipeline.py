@@ -122,3 +122,55 @@ def test_a_few_mebibytes_more_resident_memory_is_not_an_event_but_a_real_allocat
     assert any(v.anomalous for v in _judge_memory_step(12 * 2**20, units=("", ""))), "without units no floor applies"
     flagged = [v for v in _judge_memory_step(512 * 2**20) if v.anomalous]
     assert flagged and flagged[0].evidence[0].channel == "mem.resident"
+
+
+def _judge_steps(names, kinds, values_at, seconds=300.0, change_at=200.0):
+    """Verdicts after `change_at` for channels whose per-sample values `values_at(t, rng)` returns (a row each)."""
+    rng = np.random.default_rng(11)
+    table = ChannelTable(names, kinds, ("network",) * len(names))
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    verdicts = []
+    for s in np.arange(0.0, seconds, 0.1):
+        verdicts += pipeline.push(T0 + int(s * 1e9), np.asarray(values_at(s, rng), dtype=np.float64))
+    return [v for v in verdicts if v.start_ns >= T0 + change_at * 10**9]
+
+
+def test_a_count_of_sockets_moving_by_one_is_not_an_event_but_twenty_more_are():
+    def sockets(extra_after):
+        return lambda t, rng: [40 + (rng.random() < 0.01) + (extra_after(t) if t >= 200 else 0), 1000.0 * t]
+    flips = _judge_steps(("sock.tcp_inuse", "net.tx_packets"), ("gauge", "counter"),
+                         sockets(lambda t: int(t * 10) % 2))
+    assert not any(v.anomalous for v in flips), "a socket count flipping by one is its resolution"
+    more = [v for v in _judge_steps(("sock.tcp_inuse", "net.tx_packets"), ("gauge", "counter"), sockets(lambda t: 20))
+            if v.anomalous]
+    assert more and more[0].evidence[0].channel == "sock.tcp_inuse"
+
+
+def test_a_handful_of_events_in_one_sample_is_not_an_event_but_a_burst_of_a_hundred_is():
+    def counter(burst):
+        state = {"total": 0.0}
+
+        def values(t, rng):
+            state["total"] += burst if t >= 200 and round(t * 10) % 20 == 0 else 0.0
+            return [state["total"], 1000.0 * t]
+        return values
+    assert not any(v.anomalous for v in _judge_steps(("snmp.TcpExt.Rare", "net.tx_packets"), ("counter", "counter"),
+                                                     counter(3.0)))
+    flagged = [v for v in _judge_steps(("snmp.TcpExt.Rare", "net.tx_packets"), ("counter", "counter"), counter(100.0))
+               if v.anomalous]
+    assert flagged and flagged[0].evidence[0].channel == "snmp.TcpExt.Rare"
+
+
+def test_two_retransmissions_now_and_then_among_a_thousand_segments_a_second_are_not_a_loss_event_but_fifty_are():
+    def traffic(every_two_s, per_s):
+        state = {"total": 0.0}
+
+        def values(t, rng):
+            if t >= 200:
+                state["total"] += per_s / 10 + (every_two_s if round(t * 10) % 20 == 0 else 0.0)
+            return [state["total"], 1000.0 * t]
+        return values
+    names, kinds = ("snmp.Tcp.RetransSegs", "snmp.Tcp.OutSegs"), ("counter", "counter")
+    assert not any(v.anomalous for v in _judge_steps(names, kinds, traffic(2.0, 0.0)))
+    flagged = [v for v in _judge_steps(names, kinds, traffic(0.0, 50.0)) if v.anomalous]
+    assert flagged and {e.channel for e in flagged[0].evidence} & {"snmp.Tcp.RetransSegs", "net.retrans_per_segment"}
