@@ -36,6 +36,9 @@ SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
 SHARED_BY_HOSTS = 1
 SHARED_WITHIN_WINDOWS = 5
 EVIDENCE_LIMIT = 5
+# A host's own finding this many band widths outside its band opens an incident in its first window (see
+# windows_to_open)
+STRONG_DEPARTURE = 10.0
 # How many compared windows keep their hosts' departing channels, for summaries that arrive after their window
 DEPARTURES_KEPT_WINDOWS = 600
 NOTHING_DEPARTS: frozenset[str] = frozenset()
@@ -196,7 +199,7 @@ class ClusterStage:
                 severity = max((departure_of(summary, p) for p in mine), default=0.0)
                 events = self.incidents.update(f"{summary.host}/anomaly:{subsystem}", summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
-                                               subsystem, evidence)
+                                               subsystem, evidence, windows_to_open(severity))
                 output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
@@ -218,6 +221,13 @@ class ClusterStage:
                 [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
             output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
+
+
+def windows_to_open(severity: float) -> int:
+    """A host's own finding opens its incident at once when a channel lies STRONG_DEPARTURE band widths or more
+    outside its band; a weaker one must be flagged a second window running: a burst of a second or two keeps its
+    channels out for exactly the persistence the watch asks, a fault for longer."""
+    return 1 if severity >= STRONG_DEPARTURE else 2
 
 
 def departing_channels(summary: HostWindow) -> frozenset[str]:

@@ -132,8 +132,10 @@ class IncidentTracker:
         self._hosts: dict[str, _HostState] = defaultdict(_HostState)
 
     def update(self, host: str, window_id: int, start_ns: int, end_ns: int, flagged: bool, severity: float,
-               subsystem: str, evidence=()) -> list[AlertEvent]:
-        """Feed one window's verdict; returns the alert events it causes. Late or repeated windows are ignored."""
+               subsystem: str, evidence=(), open_after: int | None = None) -> list[AlertEvent]:
+        """Feed one window's verdict; returns the alert events it causes. Late or repeated windows are ignored.
+        `open_after`, when given, is how many consecutive flagged windows this window needs to open an incident,
+        instead of the tracker's."""
         state = self._hosts[host]
         if state.last_window_id is not None and window_id <= state.last_window_id:
             return []
@@ -144,7 +146,9 @@ class IncidentTracker:
             state.pending = []
             return events
         window = _FlaggedWindow(window_id, start_ns, end_ns, _finite(severity), subsystem, _triples(evidence))
-        return events + (self._extend(state, window) if state.incident else self._maybe_open(host, state, window))
+        if state.incident:
+            return events + self._extend(state, window)
+        return events + self._maybe_open(host, state, window, open_after or self.open_after)
 
     def regime_change(self, host: str, window_id: int, start_ns: int, end_ns: int, change: str) -> list[AlertEvent]:
         """Close the host's incident, announce the workload change once and hold its anomalies for a while."""
@@ -197,11 +201,11 @@ class IncidentTracker:
         quiet = window_id - state.incident.last_window_id - (1 if flagged else 0)
         return self._close(state, "") if quiet >= self.close_after else []
 
-    def _maybe_open(self, host: str, state: _HostState, window: _FlaggedWindow) -> list[AlertEvent]:
+    def _maybe_open(self, host: str, state: _HostState, window: _FlaggedWindow, open_after: int) -> list[AlertEvent]:
         if state.pending and state.pending[-1].window_id != window.window_id - 1:
             state.pending = []
         state.pending.append(window)
-        if len(state.pending) < self.open_after:
+        if len(state.pending) < open_after:
             return []
         incident = _OpenIncident(host, state.pending[0].window_id, state.pending[0].start_ns)
         for pending in state.pending:

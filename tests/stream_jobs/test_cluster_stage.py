@@ -171,3 +171,21 @@ def test_a_change_the_host_told_as_its_own_is_not_told_again_as_a_peer_finding()
                               if a.detectors == ("peer",)]
     assert ("h3", "net.rx_bytes") in peer_findings
     assert not any(host == "h0" for host, _ in peer_findings)
+
+
+def _opened_by_runs(runs: dict[str, tuple[int, int, float]]) -> list[tuple[str, int]]:
+    """Each host's own cpu finding over windows [first, last) at a departure; the (host, first window) of every
+    incident opened."""
+    stage, opened = ClusterStage(), []
+    for window_id in range(60):
+        for host, (first, last, departure) in runs.items():
+            out = first <= window_id < last
+            summary = _window(host, window_id, {"cpu.busy": departure} if out else {}, ("cpu.busy",) if out else ())
+            opened += [(a.host, a.start_ns) for a in stage.on_host_window(summary).alerts if a.state == "open"]
+    opened += [(a.host, a.start_ns) for a in stage.flush().alerts if a.state == "open"]
+    return [(host.split("/")[0], (start - T0) // 10**9) for host, start in opened]
+
+
+def test_a_weak_finding_of_one_window_opens_nothing_but_one_held_or_far_out_opens_at_once():
+    assert _opened_by_runs({"h0": (10, 11, 3.0), "h1": (25, 27, 3.0), "h2": (40, 41, 40.0), "h3": (0, 0, 0.0)}) \
+        == [("h1", 25), ("h2", 40)]
