@@ -167,6 +167,7 @@ class PersistedChannel:
     z: float
     subsystem: str
     feature: str = "mean"
+    departure: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,7 +221,8 @@ CATALOG_CODEC = AvroCodec("catalog")
 ANOMALY_CODEC = AvroCodec("anomaly")
 ALERT_CODEC = AvroCodec("alert")
 DEADLETTER_CODEC = AvroCodec("deadletter")
-HOST_WINDOW_CODEC = AvroCodec("host_window", older_writer_schemas=(load_schema("older/host_window-1"),))
+HOST_WINDOW_CODEC = AvroCodec("host_window", older_writer_schemas=(load_schema("older/host_window-1"),
+                                                                   load_schema("older/host_window-2")))
 
 
 FRAME_FIELDS = ("host", "cluster", "timestamp_ns", "sequence", "catalog_version", "values")

@@ -22,6 +22,7 @@ import numpy as np
 from schemas.records import Alert, Anomaly, Evidence, HostWindow, PersistedChannel
 from stream_jobs.engine.crosshost import ConfigurationDifference, HostSummary, PeerComparator, PeerDeviation
 from stream_jobs.engine.incidents import IncidentTracker
+from stream_jobs.engine.peer_effects import PeerEffects
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransVerdict, RetransWindow, classify
 from stream_jobs.engine.signatures import match_signature
 from stream_jobs.host_stage import alert_record
@@ -39,6 +40,8 @@ EVIDENCE_LIMIT = 5
 # A host's own finding this many band widths outside its band opens an incident in its first window (see
 # windows_to_open)
 STRONG_DEPARTURE = 10.0
+# A host's new cause this few windows after another began is the same fault reaching another subsystem
+JOIN_WITHIN_WINDOWS = 3
 # How many compared windows keep their hosts' departing channels, for summaries that arrive after their window
 DEPARTURES_KEPT_WINDOWS = 600
 NOTHING_DEPARTS: frozenset[str] = frozenset()
@@ -68,10 +71,14 @@ class ClusterStage:
         self._first_window: dict[str, int] = {}
         self._retrans: dict[str, RetransMonitor] = defaultdict(RetransMonitor)
         self._causes: dict[str, set[str]] = defaultdict(set)
+        self._began: dict[str, dict[str, int]] = defaultdict(dict)
+        self._owner: dict[str, dict[str, str]] = defaultdict(dict)
+        self._names_of: dict[str, tuple[str, ...]] = {}
         self._departing: dict[str, dict[int, dict[str, frozenset[str]]]] = defaultdict(dict)
         self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
         # peer findings and loss alarms already ask for persistence; one window of either opens an incident
         self.incidents = IncidentTracker(open_after=1, close_after=30)
+        self.peer_effects = PeerEffects(JOIN_WITHIN_WINDOWS)
         self._cluster_of_host: dict[str, str] = {}
         self.windows_compared = 0
         self.late_summaries = 0
@@ -105,8 +112,9 @@ class ClusterStage:
         for cluster in list(self._pending):
             output.extend(self._compare_windows(cluster, sorted(self._pending[cluster])))
         if close_incidents:
-            output.alerts += [_tracked_alert(e, self._cluster_of_host.get(e.host.split("/")[0], ""))
-                              for e in self.incidents.close_all()]
+            for event in self.incidents.close_all():
+                cluster = self._cluster_of_host.get(event.host.split("/")[0], "")
+                output.alerts += self.peer_effects.told(cluster, None, [_tracked_alert(event, cluster)])
         return output
 
     def _late_host_window(self, cluster: str, summary: HostWindow) -> ClusterOutput:
@@ -115,7 +123,9 @@ class ClusterStage:
         if summary.host in departing:
             return ClusterOutput()  # the same window again (a restarted worker publishes it twice)
         departing[summary.host] = departing_channels(summary)
-        return self._host_incidents(cluster, summary.window_id, [summary])
+        output = self._host_incidents(cluster, summary.window_id, [summary])
+        output.alerts = self.peer_effects.told(cluster, summary.window_id, output.alerts)
+        return output
 
     def _compare_windows(self, cluster: str, window_ids: list[int]) -> ClusterOutput:
         output = ClusterOutput()
@@ -152,6 +162,7 @@ class ClusterStage:
                                            [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
             output.alerts += [_tracked_alert(e, cluster) for e in events]
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
+        output.alerts = self.peer_effects.told(cluster, window_id, output.alerts)
         return output
 
     def _note_persisted(self, summary: HostWindow) -> None:
@@ -194,14 +205,45 @@ class ClusterStage:
         for summary in summaries:
             own = own_departures(summary, self._peers_departing(cluster, window_id, summary.host))
             self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
-            for subsystem, mine in causes_strongest_first(summary, own, self._causes[summary.host]):
+            causes = causes_strongest_first(summary, own, self._causes[summary.host])
+            self._names_of[summary.host] = summary.names
+            routed = self._routed(summary.host, summary.window_id, causes)
+            for subsystem, _ in causes:
+                mine = sorted(routed.get(subsystem, []), key=lambda p: (-departure_of(summary, p), p.index))
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
                 severity = max((departure_of(summary, p) for p in mine), default=0.0)
-                events = self.incidents.update(f"{summary.host}/anomaly:{subsystem}", summary.window_id,
+                events = self.incidents.update(_cause_key(summary.host, subsystem), summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
-                                               subsystem, evidence, windows_to_open(severity))
+                                               mine[0].subsystem if mine else subsystem, evidence,
+                                               windows_to_open(severity))
                 output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
+
+    def _routed(self, host: str, window_id: int,
+                causes: list[tuple[str, list[PersistedChannel]]]) -> dict[str, list[PersistedChannel]]:
+        """Which incident each departing channel goes to in this window. A channel that joined an incident keeps
+        going to it while it lasts; otherwise a channel goes to its cause's incident (open, or waiting for its second
+        window); a channel of a cause with none joins an incident of the host that began within
+        JOIN_WITHIN_WINDOWS windows (the effects of one fault reach other subsystems within seconds: writes fill a
+        disk queue, dirty pages and I/O wait), and with none begins its cause's own incident. A channel that departs
+        later, in a subsystem with no incident of its own, is a new cause."""
+        live = {cause for cause in self._causes[host] if self.incidents.open_since_ns(_cause_key(host, cause))
+                is not None}
+        began = {cause: window for cause, window in self._began[host].items() if cause in live}
+        owner = {name: lead for name, lead in self._owner[host].items() if lead in live}
+        routed: dict[str, list[PersistedChannel]] = defaultdict(list)
+        for cause, mine in causes:
+            for persisted in mine:
+                name = self._names_of[host][persisted.index]
+                target = owner.get(name) or (cause if cause in live else _recent_lead(began, window_id))
+                if target is None:
+                    target, began[cause] = cause, window_id
+                    live.add(cause)
+                elif target != cause:
+                    owner[name] = target
+                routed[target].append(persisted)
+        self._began[host], self._owner[host] = began, owner
+        return routed
 
     def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
         """Each host's window through its loss monitor, then a verdict that contrasts its alarm with its peers'."""
@@ -221,6 +263,16 @@ class ClusterStage:
                 [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
             output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
+
+
+def _cause_key(host: str, cause: str) -> str:
+    return f"{host}/anomaly:{cause}"
+
+
+def _recent_lead(began: dict[str, int], window_id: int) -> str | None:
+    """The cause whose incident began last, if it began within JOIN_WITHIN_WINDOWS windows of this one."""
+    recent = [(window, cause) for cause, window in began.items() if window_id - window <= JOIN_WITHIN_WINDOWS]
+    return max(recent)[1] if recent else None
 
 
 def windows_to_open(severity: float) -> int:
@@ -263,7 +315,10 @@ def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
 
 
 def departure_of(summary: HostWindow, persisted: PersistedChannel) -> float:
-    """How far, in band widths, a persisted channel lies outside its band."""
+    """How far, in band widths, the feature that persisted lies outside its band (another feature of the channel
+    may lie further out for a window without having persisted)."""
+    if persisted.departure:
+        return abs(float(persisted.departure))
     return abs(float(summary.departures[persisted.index]))
 
 

@@ -261,7 +261,8 @@ def _persisted_signals(pipeline: HostPipeline, watch) -> tuple[PersistedChannel,
         if signal not in found:
             found[signal] = PersistedChannel(signal, float(watch.z[column]),
                                              pipeline.subsystem_of[pipeline.signal_names[signal]],
-                                             pipeline.watched_feature(int(column)))
+                                             pipeline.watched_feature(int(column)),
+                                             float(watch.departure[column]))
     return tuple(found.values())
 
 

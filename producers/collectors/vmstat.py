@@ -6,9 +6,16 @@ from producers.collectors.base import Field, ProcTextCollector
 
 # Cumulative counts among the nr_* fields, which are otherwise current page counts.
 _NR_COUNTERS = frozenset({"nr_dirtied", "nr_written", "nr_unstable", "nr_vmscan_write", "nr_vmscan_immediate_reclaim"})
+# Pages read from and written to block devices, and dirtied then written back: the flow of storage I/O through the
+# page cache, not memory use.
+_STORAGE_FLOWS = frozenset({"pgpgin", "pgpgout", "nr_dirtied", "nr_written"})
 # Rare events that mark pressure or faults: summed and watched for bursts downstream.
 _EVENT_PREFIXES = ("pgmajfault", "oom_kill", "allocstall", "compact_stall", "compact_fail", "pswpin", "pswpout",
                    "thp_fault_fallback", "thp_collapse_alloc_failed", "drop_pagecache", "drop_slab", "workingset_refault")
+
+
+def vmstat_subsystem(key: str) -> str:
+    return "storage" if key in _STORAGE_FLOWS else "memory"
 
 
 def vmstat_kind(key: str) -> str:
@@ -29,4 +36,4 @@ class VmStatCollector(ProcTextCollector):
         if len(tokens) != 2:
             raise ValueError("expected 'name value'")
         key = tokens[0].decode()
-        return [Field(number, 1, f"vm.{key}", "", "memory", vmstat_kind(key), "pages" if key.startswith("nr_") else "")]
+        return [Field(number, 1, f"vm.{key}", "", vmstat_subsystem(key), vmstat_kind(key), "pages" if key.startswith("nr_") else "")]

@@ -41,6 +41,15 @@ def test_vmstat_separates_page_gauges_from_event_counters(procfs):
     assert values["vm.nr_free_pages"] > 0
 
 
+def test_vmstat_puts_the_flow_of_block_io_through_the_page_cache_under_storage(procfs):
+    collector = VmStatCollector(procfs)
+    collector.collect()
+    for name in ("vm.pgpgin", "vm.pgpgout", "vm.nr_dirtied", "vm.nr_written"):
+        assert collector.describe(name).subsystem == "storage"
+    for name in ("vm.nr_dirty", "vm.pgfault", "vm.nr_anon_pages", "vm.pswpout"):
+        assert collector.describe(name).subsystem == "memory"
+
+
 def test_netstat_reads_the_nstat_retransmission_view(procfs):
     collector = NetstatCollector(procfs)
     values = collector.collect()

@@ -1,6 +1,7 @@
 import copy
 import math
 import struct
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -8,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from schemas.codec import AvroCodec, DecodeError, load_schema
 from schemas.records import (FRAME_CODEC, HOST_WINDOW_CODEC, Alert, Anomaly, Catalog, Channel, Evidence, Frame,
-                             HostWindow, decode_alert, decode_anomaly, decode_catalog, decode_frame,
+                             HostWindow, PersistedChannel, decode_alert, decode_anomaly, decode_catalog, decode_frame,
                              decode_host_window, encode_alert, encode_anomaly, encode_catalog, encode_frame,
                              encode_host_window)
 
@@ -160,6 +161,17 @@ def test_host_window_of_the_first_schema_version_is_read():
     del record["joined_names"]
     decoded = decode_host_window(AvroCodec(load_schema("older/host_window-1")).encode(record))
     assert decoded.names == summary.names and decoded.means.tolist() == [0.0, 1.0]
+
+
+def test_host_window_of_the_second_schema_version_is_read_and_its_persisted_channels_say_no_departure():
+    """Before persisted channels carried their departure, the cluster stage read it from `departures`."""
+    summary = replace(a_host_window(("cpu.user.cpu0", "mem.MemFree")),
+                      persisted=(PersistedChannel(1, 4.5, "memory", "std", 7.0),))
+    record = summary.to_record()
+    del record["persisted"][0]["departure"]
+    decoded = decode_host_window(AvroCodec(load_schema("older/host_window-2")).encode(record))
+    assert decoded.persisted == (PersistedChannel(1, 4.5, "memory", "std", 0.0),)
+    assert decode_host_window(encode_host_window(summary)).persisted == summary.persisted
 
 
 def test_host_window_with_more_means_than_names_is_rejected():

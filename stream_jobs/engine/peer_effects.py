@@ -1,0 +1,81 @@
+"""A fault on one host of a cluster reaches its peers within seconds: the hosts that train with a lossy host wait for
+it, the server that receives from a capped client sees its segments arrive out of order. Those effects are real, but
+they are the first host's incident, not new ones: an operator paged for each host goes looking on the wrong machines.
+
+An incident of a host's own findings or of its retransmissions that opens on a host within `within_windows` windows
+after one opened on a peer of its cluster (and while that one is open) is therefore told as part of the peer's: the
+first incident gets an update that names the host and what it showed, and the later incident's own alerts are held
+back for as long as it lasts (its anomalies are still stored). Incidents that open in the same window on several hosts
+are each told: which of them came first cannot be known.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+from schemas.records import Alert
+
+# Incidents of these kinds can lead, or be told as a peer's effect
+HOST_KINDS = frozenset({"anomaly", "retransmissions"})
+
+
+class PeerEffects:
+    """Tells incidents that open on a host's peers shortly after its own as part of its incident."""
+
+    def __init__(self, within_windows: int = 3):
+        if within_windows < 1:
+            raise ValueError(f"within_windows {within_windows} must be ≥ 1")
+        self.within_windows = within_windows
+        self._openings: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        self._open: dict[str, Alert] = {}
+        self._effects: dict[str, list[str]] = defaultdict(list)
+        self._told_with: dict[str, str] = {}
+
+    def told(self, cluster: str, window_id: int | None, alerts: list[Alert]) -> list[Alert]:
+        """The alerts to publish of those the cluster's window `window_id` raised (None: incidents closed at the end
+        of a run, which open nothing)."""
+        published = []
+        for alert in alerts:
+            if alert.kind not in HOST_KINDS:
+                published.append(alert)
+            elif alert.alert_id in self._told_with:
+                published += self._held_back(alert)
+            else:
+                published += self._own(cluster, window_id, alert)
+        return published
+
+    def _held_back(self, alert: Alert) -> list[Alert]:
+        if alert.state == "closed":
+            del self._told_with[alert.alert_id]
+        return []
+
+    def _own(self, cluster: str, window_id: int | None, alert: Alert) -> list[Alert]:
+        lead = self._lead(cluster, window_id, alert.host) if alert.state == "open" and window_id is not None else None
+        if lead is not None:
+            self._told_with[alert.alert_id] = lead.alert_id
+            self._effects[lead.alert_id].append(f"{alert.host} ({alert.summary})")
+            return [self._remember(replace(lead, state="update"))]
+        if alert.state == "open" and window_id is not None:
+            self._openings[cluster].append((window_id, alert.alert_id))
+        return [self._remember(alert)]
+
+    def _lead(self, cluster: str, window_id: int, host: str) -> Alert | None:
+        """The latest incident opened on another host of the cluster 1 to `within_windows` windows before, if open."""
+        recent = [(opened, alert_id) for opened, alert_id in self._openings[cluster]
+                  if window_id - opened <= self.within_windows]
+        self._openings[cluster] = recent
+        leads = [self._open[alert_id] for opened, alert_id in sorted(recent, reverse=True)
+                 if opened < window_id and alert_id in self._open and self._open[alert_id].host != host]
+        return leads[0] if leads else None
+
+    def _remember(self, alert: Alert) -> Alert:
+        """The alert with the peers' effects told so far added to its summary; closed ones are forgotten."""
+        effects = self._effects.get(alert.alert_id)
+        told = replace(alert, summary=f"{alert.summary}; then on peers: {'; '.join(effects)}") if effects else alert
+        if alert.state == "closed":
+            self._open.pop(alert.alert_id, None)
+            self._effects.pop(alert.alert_id, None)
+        else:
+            self._open[alert.alert_id] = alert
+        return told
