@@ -73,7 +73,6 @@ class ClusterStage:
         self._causes: dict[str, set[str]] = defaultdict(set)
         self._began: dict[str, dict[str, int]] = defaultdict(dict)
         self._owner: dict[str, dict[str, str]] = defaultdict(dict)
-        self._names_of: dict[str, tuple[str, ...]] = {}
         self._departing: dict[str, dict[int, dict[str, frozenset[str]]]] = defaultdict(dict)
         self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
         # peer findings and loss alarms already ask for persistence; one window of either opens an incident
@@ -206,8 +205,7 @@ class ClusterStage:
             own = own_departures(summary, self._peers_departing(cluster, window_id, summary.host))
             self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
             causes = causes_strongest_first(summary, own, self._causes[summary.host])
-            self._names_of[summary.host] = summary.names
-            routed = self._routed(summary.host, summary.window_id, causes)
+            routed = self._routed(summary.host, summary.window_id, summary.names, causes)
             for subsystem, _ in causes:
                 mine = sorted(routed.get(subsystem, []), key=lambda p: (-departure_of(summary, p), p.index))
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
@@ -219,7 +217,7 @@ class ClusterStage:
                 output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
-    def _routed(self, host: str, window_id: int,
+    def _routed(self, host: str, window_id: int, names: tuple[str, ...],
                 causes: list[tuple[str, list[PersistedChannel]]]) -> dict[str, list[PersistedChannel]]:
         """Which incident each departing channel goes to in this window. A channel that joined an incident keeps
         going to it while it lasts; otherwise a channel goes to its cause's incident (open, or waiting for its second
@@ -234,7 +232,7 @@ class ClusterStage:
         routed: dict[str, list[PersistedChannel]] = defaultdict(list)
         for cause, mine in causes:
             for persisted in mine:
-                name = self._names_of[host][persisted.index]
+                name = names[persisted.index]
                 target = owner.get(name) or (cause if cause in live else _recent_lead(began, window_id))
                 if target is None:
                     target, began[cause] = cause, window_id

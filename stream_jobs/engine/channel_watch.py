@@ -27,7 +27,8 @@ too; one that stays beyond it for `adopt_after` windows gets its band widened to
 Bands follow slow drift: every `history_stride`-th window is kept with the channels that stayed in their bands, and
 the bands are learned again from them whenever the host's baseline is refreshed, so page cache that grows over hours
 moves the band with it while a fault, which departs, does not become normal while it lasts. A channel that has stayed
-out of its band for `adopt_after` windows has changed level for good (a new job phase, a configuration change): its band is widened to
+out of its band for `adopt_after` windows (or for `adopt_share` of about as many, returning now and then) has changed
+level for good (a new job phase, a configuration change): its band is widened to
 take in the new level, and the channel stops counting.
 """
 
@@ -64,11 +65,14 @@ class WatchSettings:
     history_stride: int = 5
     history_windows: int = 720
     adopt_after: int = 600
+    adopt_share: float = 0.8
 
     def __post_init__(self):
         if not 0 <= self.low_quantile < self.high_quantile <= 1:
             raise ValueError(f"low_quantile {self.low_quantile} and high_quantile {self.high_quantile} must satisfy "
                              "0 ≤ low < high ≤ 1")
+        if not 0 < self.adopt_share < 1:
+            raise ValueError(f"adopt_share {self.adopt_share} must lie between 0 and 1")
         if self.adopt_after <= self.persist_windows:
             raise ValueError(f"adopt_after {self.adopt_after} must exceed persist_windows {self.persist_windows}")
         if self.persist_windows < 1 or self.history_stride < 1 or self.history_windows < 10:
@@ -185,6 +189,9 @@ class ChannelWatch:
         self.sustained: ChannelBands | None = None
         self.streak = np.zeros(len(self.event_floor), dtype=np.int64)
         self.sustained_streak = np.zeros(len(self.event_floor), dtype=np.int64)
+        self.out_share = np.zeros(len(self.event_floor))
+        self.held_out_share = np.zeros(len(self.event_floor))
+        self._share_step = 1.0 - (1.0 - settings.adopt_share) ** (1.0 / settings.adopt_after)
         self._history: deque = deque(maxlen=max(10, settings.history_windows // settings.history_stride))
         self._recent: deque = deque(maxlen=max(2, settings.adopt_after // settings.history_stride))
         self._windows = 0
@@ -196,6 +203,7 @@ class ChannelWatch:
         self.bands = ChannelBands.fit(means, self.event_floor, self.settings, trim)
         self.sustained = self.bands.sustained(means, self.event_floor, self.settings, trim)
         self.sustained_streak[:] = 0
+        self.out_share[:], self.held_out_share[:] = 0.0, 0.0
         self._history.clear()
         self._history.extend(np.asarray(baseline_means, dtype=np.float32)[::-self.settings.history_stride][::-1])
         self.streak[:] = 0
@@ -206,6 +214,7 @@ class ChannelWatch:
         self.bands, self.sustained = bands, sustained
         self.streak[:] = 0
         self.sustained_streak[:] = 0
+        self.out_share[:], self.held_out_share[:] = 0.0, 0.0
 
     def judge(self, means: np.ndarray) -> WatchVerdict:
         """Judge one window's channel means; windows that do not depart join the history, and the bands are learned
@@ -216,20 +225,29 @@ class ChannelWatch:
         departure = self.bands.departure(means)
         departing = np.abs(departure) >= self.threshold
         self.streak = np.where(departing, self.streak + 1, 0)
+        self.out_share += self._share_step * (departing - self.out_share)
         persisted = self.streak >= self.settings.persist_windows
         if self.sustained is not None:
             held = self.sustained.departure(means)
             held_departing = np.abs(held) >= self.threshold
             self.sustained_streak = np.where(held_departing, self.sustained_streak + 1, 0)
+            self.held_out_share += self._share_step * (held_departing - self.held_out_share)
             held_long = (self.sustained_streak >= self.settings.sustained_windows) & ~persisted
             departure, persisted = np.where(held_long, held, departure), persisted | held_long
             departing = departing | held_departing
         verdict = WatchVerdict(departure, self.bands.z(means), np.fmax(self.streak, self.sustained_streak), persisted,
                                self.bands)
         self._remember(means, departing)
-        self._adopt(self.streak >= self.settings.adopt_after)
-        self._widen_sustained(self.sustained_streak >= self.settings.adopt_after)
+        self._adopt(self._changed_for_good(self.streak, self.out_share))
+        self._widen_sustained(self._changed_for_good(self.sustained_streak, self.held_out_share))
         return verdict
+
+    def _changed_for_good(self, streak: np.ndarray, out_share: np.ndarray) -> np.ndarray:
+        """Channels out of a band for `adopt_after` windows running, or for nearly as long with brief returns: their
+        recent share of departing windows (a moving average over about `adopt_after` windows) reached
+        `adopt_share`. A level that flickers back into its band now and then has changed as much as one that never
+        does, and would otherwise hold its incident open for good."""
+        return (streak >= self.settings.adopt_after) | (out_share >= self.settings.adopt_share - 1e-9)
 
     def _adopt(self, changed: np.ndarray) -> None:
         """Widen the bands of channels that left them for good to take in their recent level."""
@@ -247,6 +265,7 @@ class ChannelWatch:
         median[changed] = np.nanmedian(recent, axis=0)
         self.bands = ChannelBands(low, high, width, median, np.fmax(self.bands.sigma, width / 6.0))
         self.streak[changed] = 0
+        self.out_share[changed] = 0.0
         self._widen_sustained(changed)
 
     def _widen_sustained(self, changed: np.ndarray) -> None:
@@ -254,6 +273,7 @@ class ChannelWatch:
         if self.sustained is not None and changed.any():
             self.sustained = _merged(~changed, self.sustained, self.bands)
             self.sustained_streak[changed] = 0
+            self.held_out_share[changed] = 0.0
 
     def _remember(self, means: np.ndarray, departing: np.ndarray) -> None:
         """Keep every `history_stride`-th window: for the history only the channels that stayed in their bands,

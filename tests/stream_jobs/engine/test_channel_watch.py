@@ -68,6 +68,16 @@ def test_a_level_that_stays_for_adopt_after_windows_is_adopted():
     assert not verdicts[-1].flagged and w.bands.high[0] >= 160.0
 
 
+def test_a_level_that_flickers_back_into_its_band_now_and_then_is_adopted_too():
+    """A new level that returns to the old one for a window every so often has changed as much as one that never
+    returns; counted by runs alone it would stay a finding, and hold its incident open, for good."""
+    w = watch(np.random.default_rng(6))
+    levels = [100.0 if window % 10 == 9 else 160.0 for window in range(3 * SETTINGS.adopt_after)]
+    verdicts = [w.judge(np.array([level, 5e9, 0.0])) for level in levels]
+    assert verdicts[SETTINGS.adopt_after // 2 + 5].flagged
+    assert not any(v.flagged for v in verdicts[-SETTINGS.adopt_after:]) and w.bands.high[0] >= 160.0
+
+
 def test_a_secondary_column_needs_the_larger_departure():
     floors = np.zeros(2)
     w = ChannelWatch(floors, SETTINGS, secondary=np.array([False, True]))
