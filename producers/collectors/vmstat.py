@@ -36,4 +36,5 @@ class VmStatCollector(ProcTextCollector):
         if len(tokens) != 2:
             raise ValueError("expected 'name value'")
         key = tokens[0].decode()
-        return [Field(number, 1, f"vm.{key}", "", vmstat_subsystem(key), vmstat_kind(key), "pages" if key.startswith("nr_") else "")]
+        unit = "pages" if key.startswith("nr_") else ""
+        return [Field(number, 1, f"vm.{key}", "", vmstat_subsystem(key), vmstat_kind(key), unit)]

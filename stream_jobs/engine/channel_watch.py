@@ -238,16 +238,16 @@ class ChannelWatch:
         verdict = WatchVerdict(departure, self.bands.z(means), np.fmax(self.streak, self.sustained_streak), persisted,
                                self.bands)
         self._remember(means, departing)
-        self._adopt(self._changed_for_good(self.streak, self.out_share))
-        self._widen_sustained(self._changed_for_good(self.sustained_streak, self.held_out_share))
+        self._adopt(self._changed_for_good(self.out_share))
+        self._widen_sustained(self._changed_for_good(self.held_out_share))
         return verdict
 
-    def _changed_for_good(self, streak: np.ndarray, out_share: np.ndarray) -> np.ndarray:
-        """Channels out of a band for `adopt_after` windows running, or for nearly as long with brief returns: their
-        recent share of departing windows (a moving average over about `adopt_after` windows) reached
-        `adopt_share`. A level that flickers back into its band now and then has changed as much as one that never
-        does, and would otherwise hold its incident open for good."""
-        return (streak >= self.settings.adopt_after) | (out_share >= self.settings.adopt_share - 1e-9)
+    def _changed_for_good(self, out_share: np.ndarray) -> np.ndarray:
+        """Channels whose recent share of windows out of a band (a moving average that `adopt_after` windows out in a
+        row bring to `adopt_share`) reached `adopt_share`: out for `adopt_after` windows running, or for somewhat
+        longer with brief returns. A level that flickers back into its band now and then has changed as much as one
+        that never does, and would otherwise hold its incident open for good."""
+        return out_share >= self.settings.adopt_share - 1e-9
 
     def _adopt(self, changed: np.ndarray) -> None:
         """Widen the bands of channels that left them for good to take in their recent level."""
