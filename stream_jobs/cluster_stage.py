@@ -140,10 +140,9 @@ class ClusterStage:
         hosts = sorted(summaries)
         for host in hosts:
             self._note_persisted(summaries[host])
-        findings = {f.host: f for f in (self._not_told_already(f) for f in
-                                        comparator.compare(window_id, [HostSummary(h, window_id, summaries[h].names,
-                                                                                   summaries[h].means) for h in hosts]))
-                    if f}
+        compared = [HostSummary(h, window_id, summaries[h].names, summaries[h].means, summaries[h].departures is None)
+                    for h in hosts]
+        findings = {f.host: f for f in map(self._not_told_already, comparator.compare(window_id, compared)) if f}
         self._keep_departing(cluster, window_id, {host: departing_channels(summaries[host]) for host in hosts})
         output = self._host_incidents(cluster, window_id, [summaries[h] for h in hosts])
         for difference in comparator.take_configuration():

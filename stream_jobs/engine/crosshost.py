@@ -20,16 +20,20 @@ import numpy as np
 MAD_TO_SIGMA = 1.4826
 # |z| is capped so that a channel that is exactly equal on all peers but one ranks, but does not read as 1e12.
 Z_CAP = 1_000.0
+# Residuals kept per host while its offsets are learned: a long baseline is thinned evenly to this many windows.
+LEARNING_KEPT = 512
 
 
 @dataclass(frozen=True, eq=False)
 class HostSummary:
-    """One host's channel means over one window."""
+    """One host's channel means over one window; `learning` while the host still learns its own baseline (its usual
+    offsets from its peers are learned over that same span)."""
 
     host: str
     window_id: int
     names: tuple[str, ...]
     values: np.ndarray
+    learning: bool = False
 
     def __post_init__(self):
         if len(self.names) != len(self.values):
@@ -122,7 +126,9 @@ class PeerComparator:
 
     Ranks of one job are rarely identical: one host's input shard is larger, another sits nearer the switch. Each
     host's usual offset from the cluster on each channel (its residual from the cluster median) is learned, with its
-    spread, over the first `learn_windows` compared windows; nothing is reported before. From then on a channel
+    spread, over the windows in which the host learns its own baseline, and at least `learn_windows` compared
+    windows (a job's first minutes, when ranks start at their own pace, are not its usual place); nothing is reported
+    before. From then on a channel
     deviates when its residual leaves the learned one by `z_threshold` spreads and by more than `relative_floor` of
     the cluster's level and `absolute_floor` in the channel's units (a counter's few events per second are not a
     difference). A host becomes a finding when a channel has deviated for `persist_windows` consecutive windows:
@@ -143,12 +149,12 @@ class PeerComparator:
         self.relative_floor = relative_floor
         self.absolute_floor = absolute_floor
         self._streaks: dict[str, _Streak] = {}
-        self._learning: dict[str, list[np.ndarray]] = {}
+        self._learning: dict[str, _Learning] = {}
         self._offsets: dict[str, _Offsets] = {}
         self._configuration: list[ConfigurationDifference] = []
 
     def take_configuration(self) -> list[ConfigurationDifference]:
-        """Configuration differences found since the last call (each host's once, when its offsets are learned)."""
+        """Configuration differences found since the last call (each host's once, after its first `learn_windows`)."""
         found, self._configuration = self._configuration, []
         return found
 
@@ -175,7 +181,7 @@ class PeerComparator:
         residual = matrix - level
         findings = []
         for row, host in enumerate(hosts):
-            z = self._deviation(host, window_id, names, residual[row], level, len(hosts) - 1)
+            z = self._deviation(summaries[row], names, residual[row], level, len(hosts) - 1)
             if z is None:
                 continue
             streak = self._advance(host, window_id, names, np.abs(z) >= self.z_threshold)
@@ -183,21 +189,24 @@ class PeerComparator:
                 findings.append(self._finding(host, names, z, window_id, streak, len(hosts) - 1))
         return findings
 
-    def _deviation(self, host: str, window_id: int, names: tuple[str, ...], residual: np.ndarray, level: np.ndarray,
+    def _deviation(self, summary: HostSummary, names: tuple[str, ...], residual: np.ndarray, level: np.ndarray,
                    peers: int):
         """The host's residual against its learned offset, in learned spreads (None while it is learned)."""
+        host = summary.host
         offsets = self._offsets.get(host)
         if offsets is None or offsets.names != names:
-            learning = self._learning.setdefault(host, [])
-            if offsets is not None or (learning and len(learning[0]) != len(names)):
-                learning.clear()
+            learning = self._learning.get(host)
+            if offsets is not None or learning is None or learning.names != names:
+                learning = self._learning[host] = _Learning(names)
             self._offsets.pop(host, None)
-            learning.append(residual)
-            if len(learning) < self.learn_windows:
+            learning.add(residual)
+            if learning.seen == self.learn_windows:
+                self._report_configuration(host, summary.window_id, _Offsets.learn(names, learning.residuals()),
+                                           level, peers)
+            if summary.learning or learning.seen < self.learn_windows:
                 return None
-            self._offsets[host] = _Offsets.learn(names, np.vstack(learning))
+            self._offsets[host] = _Offsets.learn(names, learning.residuals())
             del self._learning[host]
-            self._report_configuration(host, window_id, self._offsets[host], level, peers)
             return None
         floor = np.fmax(self.relative_floor * np.abs(np.nan_to_num(level)), self.absolute_floor)
         scale = np.fmax(offsets.spread, floor / self.z_threshold)
@@ -236,6 +245,28 @@ class PeerComparator:
         order = order[magnitude[order] >= 0]
         return PeerDeviation(host, window_id, tuple(names[i] for i in order), tuple(float(z[i]) for i in order),
                              int(streak[order].max()), peers)
+
+
+class _Learning:
+    """One host's residuals while its offsets are learned, thinned evenly to at most LEARNING_KEPT windows: every
+    `stride`-th window is kept, and the stride doubles (every other kept row dropped) when the rows fill up."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = names
+        self.seen = 0
+        self.stride = 1
+        self._rows: list[np.ndarray] = []
+
+    def add(self, residual: np.ndarray) -> None:
+        if self.seen % self.stride == 0:
+            self._rows.append(np.asarray(residual, dtype=np.float32))
+            if len(self._rows) >= LEARNING_KEPT:
+                self._rows = self._rows[::2]
+                self.stride *= 2
+        self.seen += 1
+
+    def residuals(self) -> np.ndarray:
+        return np.vstack(self._rows).astype(np.float64)
 
 
 @dataclass(frozen=True, eq=False)

@@ -85,9 +85,15 @@ def _summaries_by_host(hosts: int, frames: int = 900, own_findings: bool = True)
         host_stage.on_catalog(catalog)
         steps = (StepChange("cpu.busy.cpu3", 50.0, 30.0),) if index == 1 else ()
         stream = synthetic_frames(catalog, T0 + index * 11_000_000, frames, seed=index, steps=steps)
-        by_host[catalog.host] = [s if own_findings else replace(s, flagged=False, persisted=(), departures=None)
+        by_host[catalog.host] = [s if own_findings else _without_own_findings(s)
                                  for frame in stream for s in host_stage.on_frame(frame).host_windows]
     return by_host
+
+
+def _without_own_findings(summary: HostWindow) -> HostWindow:
+    """The summary as if the host's own bands held every channel (still learning, if it was)."""
+    departures = None if summary.departures is None else np.zeros_like(summary.departures)
+    return replace(summary, flagged=False, persisted=(), departures=departures)
 
 
 def _outputs(order) -> tuple:

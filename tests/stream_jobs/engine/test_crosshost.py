@@ -51,6 +51,23 @@ def test_a_rank_with_a_steady_offset_of_its_own_is_no_finding():
         assert comparator.compare(w, [HostSummary(f"h{h}", w, NAMES, v) for h, v in enumerate(values)]) == []
 
 
+def _busy_after(w: int, start: int, learning: bool) -> list[HostSummary]:
+    """Four hosts; h1's traffic starts at window `start` (its peers' was there from the first)."""
+    rng = np.random.default_rng(w)
+    rows = [np.array([512.0, 2e11, 60.0, 1e9 if h != 1 or w >= start else 0.0]) * (1 + 0.01 * rng.normal(size=4))
+            for h in range(4)]
+    return [HostSummary(f"h{h}", w, NAMES, v, learning) for h, v in enumerate(rows)]
+
+
+def test_offsets_are_learned_over_the_hosts_whole_baseline_not_its_first_minutes():
+    comparator = PeerComparator(persist_windows=20, learn_windows=10)
+    results = [comparator.compare(w, _busy_after(w, 30, learning=w < 900)) for w in range(1200)]
+    assert results == [[]] * 1200, "the traffic that started while the baseline was learned is the host's usual place"
+    only_first_minutes = PeerComparator(persist_windows=20, learn_windows=10)
+    results = [only_first_minutes.compare(w, _busy_after(w, 30, learning=False)) for w in range(60)]
+    assert results[-1] and results[-1][0].channels == ("net.rx_bytes.eth0",)
+
+
 def test_identical_hosts_give_no_finding_and_zero_z():
     comparator = PeerComparator(persist_windows=2, learn_windows=10)
     summaries = [HostSummary(f"h{i}", 1, NAMES, np.array([512.0, 2e11, 60.0, 1e9])) for i in range(4)]
