@@ -207,6 +207,9 @@ V1_FILES = (
                _metrics(("cgroup.cpu_usage_usec", (b"value",)), scale=1e-3)),  # ns
     CgroupFile("cpuacct", ("cpuacct.stat",), parse_keyed, _metrics(
         ("cgroup.cpu_user_usec", (b"user",)), ("cgroup.cpu_system_usec", (b"system",)), scale=USEC_PER_TICK)),
+    # CFS quota throttling is counted by the cpu controller (throttled_time in ns).
+    CgroupFile("cpu", ("cpu.stat",), parse_keyed, _metrics(("cgroup.cpu_nr_throttled", (b"nr_throttled",)))
+               + _metrics(("cgroup.cpu_throttled_usec", (b"throttled_time",)), scale=1e-3)),
     CgroupFile("memory", ("memory.usage_in_bytes",), parse_single, _metrics(("cgroup.memory_current", (b"value",)))),
     CgroupFile("memory", ("memory.limit_in_bytes",), parse_single,
                _metrics(("cgroup.memory_max", (b"value",)), unlimited_from=V1_UNLIMITED_FROM)),

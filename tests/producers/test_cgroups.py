@@ -29,7 +29,7 @@ V1_METRICS = {"cgroup.cpu_usage_usec", "cgroup.cpu_user_usec", "cgroup.cpu_syste
               "cgroup.memory_max", "cgroup.memory_anon", "cgroup.memory_file", "cgroup.memory_shmem",
               "cgroup.memory_file_dirty", "cgroup.memory_file_writeback", "cgroup.memory_pgfault",
               "cgroup.memory_pgmajfault", "cgroup.memory_events_oom_kill", "cgroup.io_rbytes", "cgroup.io_wbytes",
-              "cgroup.io_rios", "cgroup.io_wios"}
+              "cgroup.io_rios", "cgroup.io_wios", "cgroup.cpu_nr_throttled", "cgroup.cpu_throttled_usec"}
 
 
 def v2_collector(root: Path = V2, **options) -> CgroupCollector:
@@ -134,6 +134,13 @@ def test_v1_converts_nanoseconds_and_user_hz_ticks_to_microseconds():
     assert values[f"cgroup.cpu_usage_usec.{V1_APP}"] == pytest.approx(4873212934 / 1000)
     assert values[f"cgroup.cpu_user_usec.{V1_APP}"] == pytest.approx(342 * usec_per_tick)
     assert values[f"cgroup.cpu_system_usec.{V1_WORKER}"] == pytest.approx(2104 * usec_per_tick)
+
+
+def test_v1_reads_cfs_throttling_from_the_cpu_controller_in_microseconds():
+    values = v1_collector().collect()
+    assert values[f"cgroup.cpu_nr_throttled.{V1_APP}"] == 20
+    assert values[f"cgroup.cpu_throttled_usec.{V1_APP}"] == pytest.approx(1592825214 / 1000)
+    assert values[f"cgroup.cpu_nr_throttled.{V1_WORKER}"] == 0
 
 
 def test_v1_memory_names_map_onto_v2_names():
