@@ -42,6 +42,9 @@ EVIDENCE_LIMIT = 5
 STRONG_DEPARTURE = 10.0
 # A host's new cause this few windows after another began is the same fault reaching another subsystem
 JOIN_WITHIN_WINDOWS = 3
+# An incident quiet for this many windows beyond its close is held for its symptom's return (5 minutes in all at 1 s
+# windows): a lasting change that flickers in and out of its band is one incident, not a page each time it returns
+RECUR_WITHIN_WINDOWS = 270
 # How many compared windows keep their hosts' departing channels, for summaries that arrive after their window
 DEPARTURES_KEPT_WINDOWS = 600
 NOTHING_DEPARTS: frozenset[str] = frozenset()
@@ -76,7 +79,7 @@ class ClusterStage:
         self._departing: dict[str, dict[int, dict[str, frozenset[str]]]] = defaultdict(dict)
         self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
         # peer findings and loss alarms already ask for persistence; one window of either opens an incident
-        self.incidents = IncidentTracker(open_after=1, close_after=30)
+        self.incidents = IncidentTracker(open_after=1, close_after=30, recur_within=RECUR_WITHIN_WINDOWS)
         self.peer_effects = PeerEffects(JOIN_WITHIN_WINDOWS)
         self._cluster_of_host: dict[str, str] = {}
         self.windows_compared = 0

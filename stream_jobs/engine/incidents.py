@@ -3,7 +3,10 @@
 Operators act on incidents, not on windows (paper §4.4: "the identification of persistent and meaningful
 bottlenecks"): consecutive anomalous windows of a host, allowing quiet gaps shorter than `close_after` windows,
 form one incident, announced once when it opens, again only when its severity escalates or its dominant subsystem
-changes, and once when `close_after` windows have passed without an anomaly. A workload starting or stopping is
+changes, and once when `close_after` windows have passed without an anomaly. A tracker may hold a quiet incident
+`recur_within` windows longer: a symptom that comes back on the same channels (a lasting change that flickers in
+and out of its band) continues it instead of paging again, while a window led by another channel closes it and
+opens its own. A workload starting or stopping is
 not an anomaly: RegimeDetector spots it and the tracker reports it once as a "regime" notice instead, then holds
 the host's anomalies back for `settle_windows` windows while its baseline is learned again.
 """
@@ -121,12 +124,14 @@ class _HostState:
 class IncidentTracker:
     """Turns per-window verdicts of many hosts into deduplicated alert events."""
 
-    def __init__(self, open_after: int = 1, close_after: int = 3, escalation: float = 1.5, settle_windows: int = 30):
-        if open_after < 1 or close_after < 1 or escalation <= 1.0 or settle_windows < 0:
+    def __init__(self, open_after: int = 1, close_after: int = 3, escalation: float = 1.5, settle_windows: int = 30,
+                 recur_within: int = 0):
+        if open_after < 1 or close_after < 1 or escalation <= 1.0 or settle_windows < 0 or recur_within < 0:
             raise ValueError(f"open_after {open_after} and close_after {close_after} must be ≥ 1, escalation "
-                             f"{escalation} > 1 and settle_windows {settle_windows} ≥ 0")
+                             f"{escalation} > 1, settle_windows {settle_windows} and recur_within {recur_within} ≥ 0")
         self.open_after = open_after
         self.close_after = close_after
+        self.recur_within = recur_within
         self.escalation = escalation
         self.settle_windows = settle_windows
         self._hosts: dict[str, _HostState] = defaultdict(_HostState)
@@ -146,6 +151,11 @@ class IncidentTracker:
             state.pending = []
             return events
         window = _FlaggedWindow(window_id, start_ns, end_ns, _finite(severity), subsystem, _triples(evidence))
+        if state.incident and window_id - state.incident.last_window_id - 1 >= self.close_after:
+            if not _same_symptom(state.incident, window):
+                events += self._close(state, "")
+            else:
+                return events + self._extend(state, window, "back after a quiet spell")
         if state.incident:
             return events + self._extend(state, window)
         return events + self._maybe_open(host, state, window, open_after or self.open_after)
@@ -199,7 +209,7 @@ class IncidentTracker:
         if state.incident is None:
             return []
         quiet = window_id - state.incident.last_window_id - (1 if flagged else 0)
-        return self._close(state, "") if quiet >= self.close_after else []
+        return self._close(state, "") if quiet >= self.close_after + self.recur_within else []
 
     def _maybe_open(self, host: str, state: _HostState, window: _FlaggedWindow, open_after: int) -> list[AlertEvent]:
         if state.pending and state.pending[-1].window_id != window.window_id - 1:
@@ -213,13 +223,13 @@ class IncidentTracker:
         state.incident, state.pending = incident, []
         return self._emit(incident, "open", "")
 
-    def _extend(self, state: _HostState, window: _FlaggedWindow) -> list[AlertEvent]:
+    def _extend(self, state: _HostState, window: _FlaggedWindow, resumed: str = "") -> list[AlertEvent]:
         incident = state.incident
         incident.add(window)
         escalated = incident.peak > incident.reported_severity and (
             incident.reported_severity <= 0 or incident.peak >= self.escalation * incident.reported_severity)
-        if escalated or incident.subsystem != incident.reported_subsystem:
-            return self._emit(incident, "update", "")
+        if resumed or escalated or incident.subsystem != incident.reported_subsystem:
+            return self._emit(incident, "update", resumed)
         return []
 
     def _close(self, state: _HostState, reason: str) -> list[AlertEvent]:
@@ -238,6 +248,15 @@ class IncidentTracker:
         incident.last_event = event
         incident.reported_severity, incident.reported_subsystem = incident.peak, incident.subsystem
         return [event]
+
+
+def _same_symptom(incident: _OpenIncident, window: _FlaggedWindow) -> bool:
+    """Whether the window's leading channel (evidence comes strongest first) is one the incident already holds; a
+    window without evidence cannot tell, and is taken as the same."""
+    if not window.evidence:
+        return True
+    lead = window.evidence[0][0]
+    return any(channel == lead for channel, _ in incident.evidence_counts)
 
 
 def _summary(incident: _OpenIncident, top, signature, reason: str) -> str:

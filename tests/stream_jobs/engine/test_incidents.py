@@ -51,6 +51,29 @@ def test_a_gap_of_close_after_windows_splits_incidents():
                                                        ("h1:103", "open"), ("h1:103", "closed")]
 
 
+def test_a_symptom_back_within_recur_within_continues_its_incident():
+    tracker = IncidentTracker(close_after=2, recur_within=5)
+    events = feed(tracker, "h1", [True, False, False, False, True, False, False])
+    assert [(e.alert_id, e.state) for e in events] == [("h1:100", "open"), ("h1:100", "update")]
+    assert "back after a quiet spell" in events[-1].summary and "2 windows" in events[-1].summary
+    closing = feed(tracker, "h1", [False] * 7, first_window=107)
+    assert [(e.alert_id, e.state) for e in closing] == [("h1:100", "closed")]
+    assert closing[0].end_ns == 104 * SECOND, "the incident ends with its last anomalous window"
+
+
+def test_another_channel_while_an_incident_is_quiet_closes_it_and_opens_its_own():
+    tracker = IncidentTracker(close_after=2, recur_within=5)
+    feed(tracker, "h1", [True, False, False])
+    events = feed(tracker, "h1", [True], evidence=[("cpu.busy.cpu0", "mean", 9.0), *BUSY], first_window=103)
+    assert [(e.alert_id, e.state) for e in events] == [("h1:100", "closed"), ("h1:103", "open")]
+
+
+def test_without_recur_within_a_returning_symptom_is_a_new_incident():
+    events = feed(IncidentTracker(close_after=2), "h1", [True, False, False, False, True])
+    assert [(e.alert_id, e.state) for e in events] == [("h1:100", "open"), ("h1:100", "closed"),
+                                                       ("h1:104", "open")]
+
+
 def test_missing_windows_count_as_quiet():
     tracker = IncidentTracker(close_after=3)
     feed(tracker, "h1", [True])
@@ -181,6 +204,8 @@ def test_invalid_settings_are_rejected():
     with pytest.raises(ValueError):
         IncidentTracker(close_after=0)
     with pytest.raises(ValueError):
+        IncidentTracker(recur_within=-1)
+    with pytest.raises(ValueError):
         RegimeDetector(idle_below=30.0, busy_above=20.0)
 
 
@@ -189,9 +214,9 @@ windows = st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.floats(0, 100,
 
 
 @settings(max_examples=200, deadline=None)
-@given(windows, st.integers(1, 3), st.integers(1, 4))
-def test_alert_lifecycles_are_well_formed_and_never_repeat_an_event(steps, open_after, close_after):
-    tracker = IncidentTracker(open_after=open_after, close_after=close_after)
+@given(windows, st.integers(1, 3), st.integers(1, 4), st.integers(0, 4))
+def test_alert_lifecycles_are_well_formed_and_never_repeat_an_event(steps, open_after, close_after, recur_within):
+    tracker = IncidentTracker(open_after=open_after, close_after=close_after, recur_within=recur_within)
     events: list[AlertEvent] = []
     window = 0
     for skip, flagged, severity, subsystem in steps:
