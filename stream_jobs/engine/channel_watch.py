@@ -9,7 +9,9 @@ spread. A window departs on a channel when its mean leaves the band by at least 
 share of the channel's level, for counters that never moved at a minimum number of events per window, and for memory
 levels, in bytes or pages, at `byte_floor`, so that a process starting or a little cache is not an event, and for gauges
 that count things (only whole numbers in the baseline: sockets, tasks) at `count_floor` things), so noise in a
-near-constant channel is not an event. Secondary columns (a channel's within-window spread, a residual
+near-constant channel is not an event; a channel's spread within a window and its residual from a correlated channel
+are floored at `spread_relative_floor` of its level, so a large gauge that stops wobbling, or drifts by a few
+kilobytes from its fit, is not one either. Secondary columns (a channel's within-window spread, a residual
 from a correlated channel) are noisier and must leave their band by `secondary_departure` widths. A residual's width
 is at least `residual_floor` of its pruned channel's own spread over the baseline, so a small change in the ratio of
 two tightly coupled channels (bytes per segment) is not an event. A channel counts only once it has departed in
@@ -51,6 +53,7 @@ class WatchSettings:
     low_quantile: float = 0.005
     high_quantile: float = 0.995
     relative_floor: float = 0.05
+    spread_relative_floor: float = 0.01
     residual_floor: float = 0.5
     min_events: float = 5.0
     byte_floor: float = 16 * 2**20

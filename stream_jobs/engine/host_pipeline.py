@@ -125,6 +125,7 @@ class HostPipeline:
                                                      dtype=bool)])
         self.counted = np.zeros(len(self.signal_names), dtype=bool)
         self.ratio_floors = np.zeros(len(self.signal_names))
+        self.signal_levels = np.zeros(len(self.signal_names))
         self.watch = ChannelWatch(self._event_floors(), settings.watch)
         self._window_starts: deque = deque(maxlen=settings.watch.adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
@@ -152,10 +153,14 @@ class HostPipeline:
         counter (or of a ratio of counters) is floored where its minimum events, all arriving in one sample, would
         put it (one instant's handful is not an event); a residual's is at least a share of its pruned signal's
         spread over the baseline, so a fit that was tight does not turn a small change in the ratio of two channels
-        into an event."""
+        into an event. Spreads and residuals are also floored at `spread_relative_floor` of their signal's baseline
+        level, so a near-constant gauge without a unit (a memory total in a table) that stops wobbling or drifts by a
+        few kilobytes from its fit is not an event."""
         floors = self._event_floors()
         spreads = np.where(self._cumulative | self._step_ratios, floors * self._one_sample_burst(), floors)
+        spreads = np.fmax(spreads, self.settings.watch.spread_relative_floor * np.abs(self.signal_levels))
         residual = np.fmax(floors[self.residuals.dropped], self.settings.watch.residual_floor * self.residuals.spread)
+        residual = np.fmax(residual, self.settings.watch.spread_relative_floor * np.abs(self.residuals.level))
         residual_spreads = np.fmax(spreads[self.residuals.dropped], residual)
         return np.concatenate([floors, spreads, residual, residual_spreads])
 
@@ -380,6 +385,7 @@ class HostPipeline:
         self.residuals = Residuals.fit(signals, self.signal_names, represented)
         self.counted = counts_things(signals, np.asarray(self.signal_kinds) == "gauge")
         self.ratio_floors = self._ratio_floors(np.vstack(self._warmup_means))
+        self.signal_levels = _medians(np.vstack(self._warmup_means))
         columns = 2 * len(self.signal_names) + 2 * len(self.residuals)
         baseline = np.full((len(self._warmup_means), columns), np.nan)
         for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
@@ -462,7 +468,7 @@ class HostPipeline:
                 "ensemble": self.ensemble.state(), "bands": self.watch.bands.to_json(),
                 "sustained_bands": self.watch.sustained.to_json() if self.watch.sustained is not None else None,
                 "residuals": self.residuals.to_json(), "counted": np.flatnonzero(self.counted).tolist(),
-                "ratio_floors": self.ratio_floors.tolist()}
+                "ratio_floors": self.ratio_floors.tolist(), "signal_levels": self.signal_levels.tolist()}
 
     def restore(self, state: dict) -> bool:
         """Take over a saved baseline if it was learned on the same channels; returns whether it was taken."""
@@ -475,6 +481,7 @@ class HostPipeline:
         self.residuals = Residuals.from_json(state.get("residuals"))
         self.counted = np.isin(np.arange(len(self.signal_names)), state.get("counted", []))
         self.ratio_floors = np.asarray(state.get("ratio_floors", np.zeros(len(self.signal_names))), dtype=np.float64)
+        self.signal_levels = np.asarray(state.get("signal_levels", np.zeros(len(self.signal_names))), np.float64)
         self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
         sustained = state.get("sustained_bands")
         self.watch.restore(ChannelBands.from_json(state["bands"]),
@@ -489,18 +496,20 @@ class Residuals:
     """Each signal that selection pruned, as its residual from the kept signal that represents it (a least-squares
     line fitted on the baseline): the residual's mean and spread within a window are watched like channels, so a
     pruned signal that shifts on its own stays visible and a correlation that breaks shows as a residual that
-    widens."""
+    widens. `level` is each pruned signal's baseline mean, which floors its residual (see
+    HostPipeline._watch_floors)."""
 
     dropped: np.ndarray
     representative: np.ndarray
     intercept: np.ndarray
     slope: np.ndarray
     spread: np.ndarray
+    level: np.ndarray
 
     @classmethod
     def none(cls) -> Residuals:
         empty = np.zeros(0)
-        return cls(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty)
+        return cls(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty, empty)
 
     @classmethod
     def fit(cls, signal: np.ndarray, names: tuple[str, ...], represented_by: dict[str, str]) -> Residuals:
@@ -521,7 +530,7 @@ class Residuals:
         variance = np.where(valid, (x - x_mean) ** 2, 0).sum(axis=0)
         slope = np.divide(covariance, variance, out=np.zeros_like(covariance), where=variance > 0)
         spread = np.sqrt(np.where(valid, (y - y_mean) ** 2, 0).sum(axis=0) / count)
-        return cls(dropped, representative, y_mean - slope * x_mean, slope, spread)
+        return cls(dropped, representative, y_mean - slope * x_mean, slope, spread, y_mean)
 
     def __len__(self) -> int:
         return len(self.dropped)
@@ -538,7 +547,7 @@ class Residuals:
     def to_json(self) -> dict:
         return {"dropped": self.dropped.tolist(), "representative": self.representative.tolist(),
                 "intercept": self.intercept.tolist(), "slope": self.slope.tolist(),
-                "spread": self.spread.tolist()}
+                "spread": self.spread.tolist(), "level": self.level.tolist()}
 
     @classmethod
     def from_json(cls, data: dict | None) -> Residuals:
@@ -547,7 +556,15 @@ class Residuals:
         absent = np.zeros(len(data["dropped"]))
         return cls(np.array(data["dropped"], dtype=np.int64), np.array(data["representative"], dtype=np.int64),
                    np.array(data["intercept"], dtype=np.float64), np.array(data["slope"], dtype=np.float64),
-                   np.array(data.get("spread", absent), dtype=np.float64))
+                   np.array(data.get("spread", absent), dtype=np.float64),
+                   np.array(data.get("level", absent), dtype=np.float64))
+
+
+def _medians(means: np.ndarray) -> np.ndarray:
+    """Each column's median, 0 where it was never read."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nan_to_num(np.nanmedian(means, axis=0))
 
 
 _EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("gpu.power.",))

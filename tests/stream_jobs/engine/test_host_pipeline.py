@@ -135,6 +135,17 @@ def _judge_steps(names, kinds, values_at, seconds=300.0, change_at=200.0):
     return [v for v in verdicts if v.start_ns >= T0 + change_at * 10**9]
 
 
+def test_a_large_gauge_without_a_unit_that_stops_wobbling_by_kilobytes_is_not_an_event():
+    def committed(wobble_after):
+        return lambda t, rng: [1.9e9 + (2.2e5 if t < 200 else wobble_after) * np.sin(2 * np.pi * t / 1.3),
+                               50 + rng.normal(0, 2)]
+    still = _judge_steps(("mem.committed", "cpu.busy"), ("gauge", "gauge"), committed(0.0))
+    assert not any(v.anomalous for v in still), "a few hundred kilobytes on 1.9 GB is below its level's floor"
+    shaking = [v for v in _judge_steps(("mem.committed", "cpu.busy"), ("gauge", "gauge"), committed(1e8))
+               if v.anomalous]
+    assert shaking and shaking[0].evidence[0].channel == "mem.committed"
+
+
 def test_a_count_of_sockets_moving_by_one_is_not_an_event_but_twenty_more_are():
     def sockets(extra_after):
         return lambda t, rng: [40 + (rng.random() < 0.01) + (extra_after(t) if t >= 200 else 0), 1000.0 * t]
