@@ -19,7 +19,8 @@ def register(commands) -> None:
         description="Window a recorded table per host, score each window with Z-score, Mahalanobis-in-PCA and "
                     "Isolation Forest, attribute flagged windows, compare hosts with their peers, and write one row "
                     "per host-window. Input: a 'timestamp' column (epoch seconds/ms/ns or ISO-8601), an optional "
-                    "'host' column, one numeric column per metric (gauges); or an Avro recording from 'reveal "
+                    "'host' column, one numeric column per metric (gauges; a column that only ever rises, resets "
+                    "aside, is read as a raw counter and judged by its rate); or an Avro recording from 'reveal "
                     "collect'. Without --baseline the run is its own baseline (paper §4.3).")
     parser.add_argument("--input", required=True, metavar="FILE", help="the recording to analyse")
     parser.add_argument("--baseline", metavar="FILE", help="a clean recording with the same columns to learn from")

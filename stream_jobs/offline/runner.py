@@ -14,6 +14,7 @@ from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowVerdict, refit_phase
 from stream_jobs.engine.windows import WindowAssembler
 from stream_jobs.host_stage import host_window
+from stream_jobs.offline.host_tables import counters_as_rates
 from stream_jobs.offline.tables import HostTable, RecordedTable, TableError
 
 DETECTORS = ("zscore", "mahalanobis", "isolation_forest")
@@ -62,6 +63,10 @@ def judge_host(table: HostTable, baseline: HostTable | None,
 def detect(table: RecordedTable, settings: EngineSettings, baseline: RecordedTable | None = None,
            progress: Callable[[str], None] = lambda line: None) -> list[dict]:
     """Output rows for every host-window of the table, with peer deviations across its hosts."""
+    table, baseline, counters = counters_as_rates(table, baseline)
+    if counters:
+        shown = ", ".join(counters[:5]) + (f" and {len(counters) - 5} more" if len(counters) > 5 else "")
+        progress(f"{len(counters)} columns only rise, read as raw counters and judged by their rate: {shown}")
     rows, cluster = [], ClusterStage()
     for host, host_table in table.hosts.items():
         base = baseline.hosts.get(host) if baseline else None

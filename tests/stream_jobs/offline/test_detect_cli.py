@@ -56,3 +56,28 @@ def test_bad_input_names_the_column_and_row(tmp_path):
     result = reveal("detect", "--input", str(tmp_path / "bad.csv"))
     assert result.returncode == 2
     assert "column 'gpu_util' row 2" in result.stderr
+
+
+def counter_recording(path, start: float, seed: int, burst: bool = False):
+    """A gauge and a raw bytes counter (bytes since boot, ~1 MB/s), 200 s at 100 ms; with `burst` the counter's rate
+    triples for 10 s at 120 s."""
+    rng = np.random.default_rng(seed)
+    rows = 2000
+    rate = rng.normal(1e6, 5e4, rows) * np.where(burst & (np.arange(rows) >= 1200) & (np.arange(rows) < 1300), 3, 1)
+    frame = pd.DataFrame({"timestamp": start + np.arange(rows) * 0.1, "cpu_busy": rng.normal(30, 3, rows),
+                          "rx_bytes_total": 5e9 + np.cumsum(rate * 0.1)})
+    frame.to_csv(path, index=False)
+
+
+def test_a_raw_counter_column_is_judged_by_its_rate_not_its_ever_growing_level(tmp_path):
+    counter_recording(tmp_path / "base.csv", 1_700_000_000, seed=1)
+    counter_recording(tmp_path / "run.csv", 1_700_001_000, seed=2, burst=True)
+    result = reveal("detect", "--input", str(tmp_path / "run.csv"), "--baseline", str(tmp_path / "base.csv"),
+                    "--output", str(tmp_path / "out.csv"))
+    assert result.returncode == 0, result.stderr
+    assert "read as raw counters and judged by their rate: rx_bytes_total" in result.stderr
+    out = pd.read_csv(tmp_path / "out.csv")
+    start = (pd.to_datetime(out.window_start) - pd.Timestamp(1_700_001_000, unit="s", tz="UTC")).dt.total_seconds()
+    in_burst = (start >= 117) & (start <= 130)
+    assert out[in_burst].flagged.sum() >= 5 and out[in_burst & (out.flagged == 1)].claim.str.contains("rx_bytes").all()
+    assert out[~in_burst].flagged.sum() <= 2, "the counter's later, larger level is not a departure"
