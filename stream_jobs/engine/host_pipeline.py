@@ -153,11 +153,15 @@ class HostPipeline:
         counter (or of a ratio of counters) is floored where its minimum events, all arriving in one sample, would
         put it (one instant's handful is not an event); a residual's is at least a share of its pruned signal's
         spread over the baseline, so a fit that was tight does not turn a small change in the ratio of two channels
-        into an event. Spreads and residuals are also floored at `spread_relative_floor` of their signal's baseline
+        into an event. A ratio of two counters is not judged by its spread: per sample it is the quotient of two
+        handfuls of counts and leaps whenever a retransmission falls in a sample of few segments, while its mean
+        carries any lasting change. Spreads and residuals are also floored at `spread_relative_floor` of their
+        signal's baseline
         level, so a near-constant gauge without a unit (a memory total in a table) that stops wobbling or drifts by a
         few kilobytes from its fit is not an event."""
         floors = self._event_floors()
         spreads = np.where(self._cumulative | self._step_ratios, floors * self._one_sample_burst(), floors)
+        spreads = np.where(self._step_ratios, np.inf, spreads)
         spreads = np.fmax(spreads, self.settings.watch.spread_relative_floor * np.abs(self.signal_levels))
         residual = np.fmax(floors[self.residuals.dropped], self.settings.watch.residual_floor * self.residuals.spread)
         residual = np.fmax(residual, self.settings.watch.spread_relative_floor * np.abs(self.residuals.level))

@@ -185,3 +185,16 @@ def test_two_retransmissions_now_and_then_among_a_thousand_segments_a_second_are
     assert not any(v.anomalous for v in _judge_steps(names, kinds, traffic(2.0, 0.0)))
     flagged = [v for v in _judge_steps(names, kinds, traffic(0.0, 50.0)) if v.anomalous]
     assert flagged and {e.channel for e in flagged[0].evidence} & {"snmp.Tcp.RetransSegs", "net.retrans_per_segment"}
+
+
+def test_a_ratio_of_counters_is_judged_by_its_mean_not_by_its_spread_within_a_window():
+    names, kinds = ("snmp.Tcp.RetransSegs", "snmp.Tcp.OutSegs"), ("counter", "counter")
+    table = ChannelTable(names, kinds, ("network", "network"))
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    for s in np.arange(0.0, 120.0, 0.1):
+        pipeline.push(T0 + int(s * 1e9), np.array([np.floor(0.5 * s), 1000.0 * s]))
+    columns = {(pipeline.watched_name(i), pipeline.watched_feature(i)): i
+               for i in range(len(pipeline.watch.event_floor))}
+    assert np.isfinite(pipeline.watch.event_floor[columns[("net.retrans_per_segment", "mean")]])
+    assert np.isinf(pipeline.watch.event_floor[columns[("net.retrans_per_segment", "std")]])
+    assert np.isfinite(pipeline.watch.event_floor[columns[("snmp.Tcp.RetransSegs", "std")]])
