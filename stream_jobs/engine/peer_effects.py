@@ -2,11 +2,13 @@
 it, the server that receives from a capped client sees its segments arrive out of order. Those effects are real, but
 they are the first host's incident, not new ones: an operator paged for each host goes looking on the wrong machines.
 
-An incident of a host's own findings or of its retransmissions that opens on a host within `within_windows` windows
-after one opened on a peer of its cluster (and while that one is open) is therefore told as part of the peer's: the
-first incident gets an update that names the host and what it showed, and the later incident's own alerts are held
-back for as long as it lasts (its anomalies are still stored). Incidents that open in the same window on several hosts
-are each told: which of them came first cannot be known.
+An incident of a host's own findings that opens on a host within `within_windows` windows after one of a peer's own
+findings or retransmissions opened (and while that one is open) is therefore told as part of the peer's: the first
+incident gets an update that names the host and what it showed, and the later incident's own alerts are held back
+for as long as it lasts (its anomalies are still stored). A host's retransmission verdicts are always told on their
+own: their classifier already contrasts the host's loss with its peers', and a coincident blip on a peer must not
+hide a lossy link. Incidents that open in the same window on several hosts are each told: which of them came first
+cannot be known.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from dataclasses import replace
 
 from schemas.records import Alert
 
-# Incidents of these kinds can lead, or be told as a peer's effect
+# Incidents of these kinds can lead; only a host's own findings ("anomaly") are told as a peer's effect
 HOST_KINDS = frozenset({"anomaly", "retransmissions"})
+EFFECT_KINDS = frozenset({"anomaly"})
 
 
 class PeerEffects:
@@ -51,7 +54,8 @@ class PeerEffects:
         return []
 
     def _own(self, cluster: str, window_id: int | None, alert: Alert) -> list[Alert]:
-        lead = self._lead(cluster, window_id, alert.host) if alert.state == "open" and window_id is not None else None
+        follows = alert.state == "open" and window_id is not None and alert.kind in EFFECT_KINDS
+        lead = self._lead(cluster, window_id, alert.host) if follows else None
         if lead is not None:
             self._told_with[alert.alert_id] = lead.alert_id
             self._effects[lead.alert_id].append(f"{alert.host} ({alert.summary})")

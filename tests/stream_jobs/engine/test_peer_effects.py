@@ -1,0 +1,37 @@
+"""Incidents that open on a peer seconds after a host's: told as the host's, unless they are loss verdicts."""
+
+import pytest
+
+from schemas.records import Alert
+from stream_jobs.engine.peer_effects import PeerEffects
+
+
+def opening(host: str, kind: str, window: int) -> Alert:
+    return Alert(f"{host}/{kind}:{window}", host, "c", "open", window * 10**9, window * 10**9, 5.0, "cpu",
+                 f"{kind} on {host}", "", kind)
+
+
+def test_a_peers_own_finding_right_after_a_hosts_is_told_as_an_update_of_the_hosts():
+    effects = PeerEffects(within_windows=3)
+    assert effects.told("c", 10, [opening("h5", "anomaly", 10)]) == [opening("h5", "anomaly", 10)]
+    [update] = effects.told("c", 12, [opening("h6", "anomaly", 12)])
+    assert (update.alert_id, update.state) == ("h5/anomaly:10", "update")
+    assert "then on peers: h6 (anomaly on h6)" in update.summary
+
+
+def test_a_peers_loss_verdict_right_after_a_hosts_finding_is_told_on_its_own():
+    effects = PeerEffects(within_windows=3)
+    effects.told("c", 10, [opening("h5", "anomaly", 10)])
+    assert effects.told("c", 12, [opening("h6", "retransmissions", 12)]) == [opening("h6", "retransmissions", 12)]
+
+
+def test_a_loss_verdict_can_lead_its_peers_findings():
+    effects = PeerEffects(within_windows=3)
+    effects.told("c", 10, [opening("h2", "retransmissions", 10)])
+    [update] = effects.told("c", 11, [opening("h3", "anomaly", 11)])
+    assert update.alert_id == "h2/retransmissions:10" and "then on peers: h3" in update.summary
+
+
+def test_within_windows_must_be_positive():
+    with pytest.raises(ValueError):
+        PeerEffects(within_windows=0)
