@@ -37,7 +37,7 @@ SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
 SHARED_BY_HOSTS = 1
 SHARED_WITHIN_WINDOWS = 5
 EVIDENCE_LIMIT = 5
-# A host's own finding this many band widths outside its band opens an incident in its first window (see
+# A host's own finding with a level this many band widths outside its band opens an incident in its first window (see
 # windows_to_open)
 STRONG_DEPARTURE = 10.0
 # A host's new cause this few windows after another began is the same fault reaching another subsystem
@@ -215,7 +215,7 @@ class ClusterStage:
                 events = self.incidents.update(_cause_key(summary.host, subsystem), summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
                                                mine[0].subsystem if mine else subsystem, evidence,
-                                               windows_to_open(severity))
+                                               windows_to_open(severity, mine[0].feature if mine else "mean"))
                 output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
@@ -275,11 +275,12 @@ def _recent_lead(began: dict[str, int], window_id: int) -> str | None:
     return max(recent)[1] if recent else None
 
 
-def windows_to_open(severity: float) -> int:
-    """A host's own finding opens its incident at once when a channel lies STRONG_DEPARTURE band widths or more
-    outside its band; a weaker one must be flagged a second window running: a burst of a second or two keeps its
-    channels out for exactly the persistence the watch asks, a fault for longer."""
-    return 1 if severity >= STRONG_DEPARTURE else 2
+def windows_to_open(severity: float, feature: str = "mean") -> int:
+    """A host's own finding opens its incident at once when a channel's level (its mean, or its residual from a
+    correlated channel) lies STRONG_DEPARTURE band widths or more outside its band; a weaker one, or one led by a
+    spread within the window, must be flagged a second window running: a burst of a second or two keeps its channels
+    out for exactly the persistence the watch asks, and lifts a spread far more than a level, a fault for longer."""
+    return 1 if severity >= STRONG_DEPARTURE and feature in ("mean", "residual") else 2
 
 
 def departing_channels(summary: HostWindow) -> frozenset[str]:

@@ -131,14 +131,16 @@ def test_a_host_read_far_behind_its_peers_raises_the_same_host_incidents():
     assert own_findings(_outputs(behind)[1]) == in_lockstep
 
 
-def _window(host: str, window_id: int, departing: dict[str, float], persisted: tuple[str, ...]) -> HostWindow:
-    """A summary of two channels: how far each lies outside its band, and which of them have persisted."""
+def _window(host: str, window_id: int, departing: dict[str, float], persisted: tuple[str, ...],
+            feature: str = "mean") -> HostWindow:
+    """A summary of two channels: how far each lies outside its band, and which of them have persisted (by the
+    feature given)."""
     names = ("cpu.busy", "net.tx_bytes")
     subsystem = {"cpu.busy": "cpu", "net.tx_bytes": "network"}
     return HostWindow(host, "c", window_id, T0 + window_id * 10**9, T0 + (window_id + 3) * 10**9, 1, names,
                       np.zeros(2), bool(persisted), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
                       np.array([departing.get(name, 0.0) for name in names]),
-                      tuple(PersistedChannel(names.index(n), 9.0, subsystem[n]) for n in persisted))
+                      tuple(PersistedChannel(names.index(n), 9.0, subsystem[n], feature) for n in persisted))
 
 
 def test_a_change_a_peer_showed_a_few_windows_earlier_is_the_jobs_not_the_hosts():
@@ -179,14 +181,15 @@ def test_a_change_the_host_told_as_its_own_is_not_told_again_as_a_peer_finding()
     assert not any(host == "h0" for host, _ in peer_findings)
 
 
-def _opened_by_runs(runs: dict[str, tuple[int, int, float]]) -> list[tuple[str, int]]:
-    """Each host's own cpu finding over windows [first, last) at a departure; the (host, first window) of every
-    incident opened."""
+def _opened_by_runs(runs: dict[str, tuple[int, int, float]], feature: str = "mean") -> list[tuple[str, int]]:
+    """Each host's own cpu finding (by `feature`) over windows [first, last) at a departure; the (host, first window)
+    of every incident opened."""
     stage, opened = ClusterStage(), []
     for window_id in range(60):
         for host, (first, last, departure) in runs.items():
             out = first <= window_id < last
-            summary = _window(host, window_id, {"cpu.busy": departure} if out else {}, ("cpu.busy",) if out else ())
+            summary = _window(host, window_id, {"cpu.busy": departure} if out else {}, ("cpu.busy",) if out else (),
+                              feature)
             opened += [(a.host, a.start_ns) for a in stage.on_host_window(summary).alerts if a.state == "open"]
     opened += [(a.host, a.start_ns) for a in stage.flush().alerts if a.state == "open"]
     return [(host.split("/")[0], (start - T0) // 10**9) for host, start in opened]
@@ -195,6 +198,11 @@ def _opened_by_runs(runs: dict[str, tuple[int, int, float]]) -> list[tuple[str, 
 def test_a_weak_finding_of_one_window_opens_nothing_but_one_held_or_far_out_opens_at_once():
     assert _opened_by_runs({"h0": (10, 11, 3.0), "h1": (25, 27, 3.0), "h2": (40, 41, 40.0), "h3": (0, 0, 0.0)}) \
         == [("h1", 25), ("h2", 40)]
+
+
+def test_a_spread_far_out_for_one_window_opens_nothing_but_held_a_second_it_does():
+    assert _opened_by_runs({"h0": (10, 11, 40.0), "h1": (25, 27, 40.0), "h2": (0, 0, 0.0)}, feature="std") \
+        == [("h1", 25)]
 
 
 CHANNELS = {"disk.busy": "storage", "mem.dirty": "memory", "cpu.iowait": "cpu", "mem.anon": "memory"}
