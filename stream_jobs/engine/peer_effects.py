@@ -5,10 +5,11 @@ they are the first host's incident, not new ones: an operator paged for each hos
 An incident of a host's own findings that opens on a host within `within_windows` windows after one of a peer's own
 findings or retransmissions opened (and while that one is open) is therefore told as part of the peer's: the first
 incident gets an update that names the host and what it showed, and the later incident's own alerts are held back
-for as long as it lasts (its anomalies are still stored). A host's retransmission verdicts are always told on their
-own: their classifier already contrasts the host's loss with its peers', and a coincident blip on a peer must not
-hide a lossy link. Incidents that open in the same window on several hosts are each told: which of them came first
-cannot be known.
+for as long as it lasts (its anomalies are still stored). A host's loss verdict (retransmissions) is told as a peer's
+only when the peer's is a loss verdict too, opened within `loss_within_windows` windows: a lossy link drops the
+segments its peers send to it as well, and their evidence climbs more slowly than the lossy host's own; a coincident
+blip of another kind on a peer must not hide a lossy link. Incidents that open in the same window on several hosts
+are each told: which of them came first cannot be known.
 """
 
 from __future__ import annotations
@@ -18,18 +19,19 @@ from dataclasses import replace
 
 from schemas.records import Alert
 
-# Incidents of these kinds can lead; only a host's own findings ("anomaly") are told as a peer's effect
 HOST_KINDS = frozenset({"anomaly", "retransmissions"})
-EFFECT_KINDS = frozenset({"anomaly"})
+LOSS = "retransmissions"
 
 
 class PeerEffects:
     """Tells incidents that open on a host's peers shortly after its own as part of its incident."""
 
-    def __init__(self, within_windows: int = 3):
-        if within_windows < 1:
-            raise ValueError(f"within_windows {within_windows} must be ≥ 1")
+    def __init__(self, within_windows: int = 3, loss_within_windows: int = 10):
+        if within_windows < 1 or loss_within_windows < 1:
+            raise ValueError(f"within_windows {within_windows} and loss_within_windows {loss_within_windows} must "
+                             "be ≥ 1")
         self.within_windows = within_windows
+        self.loss_within_windows = loss_within_windows
         self._openings: dict[str, list[tuple[int, str]]] = defaultdict(list)
         self._open: dict[str, Alert] = {}
         self._effects: dict[str, list[str]] = defaultdict(list)
@@ -54,8 +56,8 @@ class PeerEffects:
         return []
 
     def _own(self, cluster: str, window_id: int | None, alert: Alert) -> list[Alert]:
-        follows = alert.state == "open" and window_id is not None and alert.kind in EFFECT_KINDS
-        lead = self._lead(cluster, window_id, alert.host) if follows else None
+        follows = alert.state == "open" and window_id is not None
+        lead = self._lead(cluster, window_id, alert) if follows else None
         if lead is not None:
             self._told_with[alert.alert_id] = lead.alert_id
             self._effects[lead.alert_id].append(f"{alert.host} ({alert.summary})")
@@ -64,14 +66,22 @@ class PeerEffects:
             self._openings[cluster].append((window_id, alert.alert_id))
         return [self._remember(alert)]
 
-    def _lead(self, cluster: str, window_id: int, host: str) -> Alert | None:
-        """The latest incident opened on another host of the cluster 1 to `within_windows` windows before, if open."""
+    def _lead(self, cluster: str, window_id: int, alert: Alert) -> Alert | None:
+        """The latest open incident on another host of the cluster that the alert may be told with (see _may_lead)."""
         recent = [(opened, alert_id) for opened, alert_id in self._openings[cluster]
-                  if window_id - opened <= self.within_windows]
+                  if window_id - opened <= max(self.within_windows, self.loss_within_windows)]
         self._openings[cluster] = recent
         leads = [self._open[alert_id] for opened, alert_id in sorted(recent, reverse=True)
-                 if opened < window_id and alert_id in self._open and self._open[alert_id].host != host]
+                 if opened < window_id and alert_id in self._open and self._open[alert_id].host != alert.host
+                 and self._may_lead(self._open[alert_id].kind, alert.kind, window_id - opened)]
         return leads[0] if leads else None
+
+    def _may_lead(self, lead_kind: str, kind: str, windows_after: int) -> bool:
+        """A host's own finding follows any incident opened 1 to `within_windows` windows before; a loss verdict
+        follows only a loss verdict, opened 1 to `loss_within_windows` windows before."""
+        if kind == LOSS:
+            return lead_kind == LOSS and windows_after <= self.loss_within_windows
+        return windows_after <= self.within_windows
 
     def _remember(self, alert: Alert) -> Alert:
         """The alert with the peers' effects told so far added to its summary; closed ones are forgotten."""

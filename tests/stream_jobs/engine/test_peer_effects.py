@@ -25,6 +25,16 @@ def test_a_peers_loss_verdict_right_after_a_hosts_finding_is_told_on_its_own():
     assert effects.told("c", 12, [opening("h6", "retransmissions", 12)]) == [opening("h6", "retransmissions", 12)]
 
 
+def test_a_peers_loss_verdict_seconds_after_a_hosts_is_the_same_lossy_link():
+    effects = PeerEffects(within_windows=3, loss_within_windows=10)
+    effects.told("c", 10, [opening("h2", "retransmissions", 10)])
+    [update] = effects.told("c", 17, [opening("h3", "retransmissions", 17)])
+    assert update.alert_id == "h2/retransmissions:10" and "then on peers: h3" in update.summary
+    assert effects.told("c", 17, [opening("h4", "anomaly", 17)]) == [opening("h4", "anomaly", 17)], \
+        "a finding of another kind follows within 3 windows only"
+    assert effects.told("c", 21, [opening("h5", "retransmissions", 21)]) == [opening("h5", "retransmissions", 21)]
+
+
 def test_a_loss_verdict_can_lead_its_peers_findings():
     effects = PeerEffects(within_windows=3)
     effects.told("c", 10, [opening("h2", "retransmissions", 10)])
@@ -35,3 +45,5 @@ def test_a_loss_verdict_can_lead_its_peers_findings():
 def test_within_windows_must_be_positive():
     with pytest.raises(ValueError):
         PeerEffects(within_windows=0)
+    with pytest.raises(ValueError):
+        PeerEffects(loss_within_windows=0)
