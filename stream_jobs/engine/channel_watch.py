@@ -11,9 +11,10 @@ levels, in bytes or pages, at `byte_floor`, so that a process starting or a litt
 that count things (only whole numbers in the baseline: sockets, tasks) at `count_floor` things), so noise in a
 near-constant channel is not an event; a channel's spread within a window and its residual from a correlated channel
 are floored at `spread_relative_floor` of its level, so a large gauge that stops wobbling, or drifts by a few
-kilobytes from its fit, is not one either. Secondary columns (a channel's within-window spread, a residual
-from a correlated channel) are noisier and must leave their band by `secondary_departure` widths. A residual's width
-is at least `residual_floor` of its pruned channel's own spread over the baseline, so a small change in the ratio of
+kilobytes from its fit, is not one either. Secondary columns (a channel's within-window spread, a residual from a
+correlated channel) are noisier and must leave their band by `secondary_departure` widths; spreads count only when
+they rise (a channel that got steadier is not a fault by itself: its level tells when work stops). A residual's
+width is at least `residual_floor` of its pruned channel's own spread over the baseline, so a small change in the ratio of
 two tightly coupled channels (bytes per segment) is not an event. A channel counts only once it has departed in
 `persist_windows` consecutive windows: one instant's burst appears in every overlapping window that holds it, never
 in more.
@@ -183,11 +184,13 @@ class ChannelWatch:
     """Bands for every channel of one host, persistence runs, and the history the bands are refreshed from."""
 
     def __init__(self, event_floor: np.ndarray, settings: WatchSettings = WatchSettings(),
-                 secondary: np.ndarray | None = None):
+                 secondary: np.ndarray | None = None, rising_only: np.ndarray | None = None):
         self.event_floor = np.asarray(event_floor, dtype=np.float64)
         self.settings = settings
         secondary = np.zeros(len(self.event_floor), dtype=bool) if secondary is None else np.asarray(secondary, bool)
         self.threshold = np.where(secondary, settings.secondary_departure, settings.departure)
+        rising = np.zeros(len(self.event_floor), dtype=bool) if rising_only is None else np.asarray(rising_only, bool)
+        self.falling_threshold = np.where(rising, np.inf, self.threshold)
         self.bands: ChannelBands | None = None
         self.sustained: ChannelBands | None = None
         self.streak = np.zeros(len(self.event_floor), dtype=np.int64)
@@ -212,6 +215,10 @@ class ChannelWatch:
         self.streak[:] = 0
         return self
 
+    def _departing(self, departure: np.ndarray) -> np.ndarray:
+        """Columns out by their threshold: above their band, or below it unless they count only when they rise."""
+        return (departure >= self.threshold) | (departure <= -self.falling_threshold)
+
     def restore(self, bands: ChannelBands, sustained: ChannelBands | None = None) -> None:
         """Take over saved bands (a worker restarting); persistence runs start from zero."""
         self.bands, self.sustained = bands, sustained
@@ -226,13 +233,13 @@ class ChannelWatch:
             raise RuntimeError("ChannelWatch.judge called before fit")
         self.last_observed = np.asarray(means, dtype=np.float64)
         departure = self.bands.departure(means)
-        departing = np.abs(departure) >= self.threshold
+        departing = self._departing(departure)
         self.streak = np.where(departing, self.streak + 1, 0)
         self.out_share += self._share_step * (departing - self.out_share)
         persisted = self.streak >= self.settings.persist_windows
         if self.sustained is not None:
             held = self.sustained.departure(means)
-            held_departing = np.abs(held) >= self.threshold
+            held_departing = self._departing(held)
             self.sustained_streak = np.where(held_departing, self.sustained_streak + 1, 0)
             self.held_out_share += self._share_step * (held_departing - self.held_out_share)
             held_long = (self.sustained_streak >= self.settings.sustained_windows) & ~persisted

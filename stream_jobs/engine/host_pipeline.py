@@ -179,6 +179,12 @@ class HostPipeline:
         columns = len(self._watch_floors())
         return np.arange(columns) >= len(self.signal_names)
 
+    def _spread_columns(self) -> np.ndarray:
+        """True for the watched columns that are spreads within a window (a signal's, or a residual's)."""
+        signals, residuals = len(self.signal_names), len(self.residuals)
+        index = np.arange(2 * signals + 2 * residuals)
+        return ((index >= signals) & (index < 2 * signals)) | (index >= 2 * signals + residuals)
+
     def signal_departures(self, watched: WatchVerdict) -> np.ndarray:
         """Each signal's departure: the largest of its watched columns'."""
         departures = np.zeros(len(self.signal_names))
@@ -353,7 +359,8 @@ class HostPipeline:
             return 0
         old_columns = {(previous.watched_name(i), previous.watched_feature(i)): i
                        for i in range(len(previous.watch.event_floor))}
-        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
+        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns(),
+                                  self._spread_columns())
         columns = [(self.signal_names[i % len(self.signal_names)], "mean" if i < len(self.signal_names) else "std")
                    for i in range(2 * len(self.signal_names))]
         source = np.array([old_columns.get(column, -1) for column in columns], dtype=np.int64)
@@ -395,7 +402,8 @@ class HostPipeline:
         for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
             baseline[row] = self._watched(signal, self._warmup_means[row])
         baseline[:, :len(self.signal_names)] = np.vstack(self._warmup_means)
-        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
+        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns(),
+                                  self._spread_columns())
         self.watch.fit(baseline, self.settings.baseline_trim)
 
     def _ratio_floors(self, baseline_means: np.ndarray) -> np.ndarray:
@@ -486,7 +494,8 @@ class HostPipeline:
         self.counted = np.isin(np.arange(len(self.signal_names)), state.get("counted", []))
         self.ratio_floors = np.asarray(state.get("ratio_floors", np.zeros(len(self.signal_names))), dtype=np.float64)
         self.signal_levels = np.asarray(state.get("signal_levels", np.zeros(len(self.signal_names))), np.float64)
-        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns())
+        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns(),
+                                  self._spread_columns())
         sustained = state.get("sustained_bands")
         self.watch.restore(ChannelBands.from_json(state["bands"]),
                            ChannelBands.from_json(sustained) if sustained else None)

@@ -86,6 +86,15 @@ def test_a_secondary_column_needs_the_larger_departure():
     assert verdicts[-1].persisted.tolist() == [True, False]
 
 
+def test_a_column_that_counts_only_when_it_rises_ignores_a_fall_below_its_band():
+    w = ChannelWatch(np.zeros(2), SETTINGS, rising_only=np.array([False, True]))
+    w.fit(np.column_stack([np.linspace(10, 20, 100), np.linspace(10, 20, 100)]))
+    fallen = [w.judge(np.array([-5.0, -5.0])) for _ in range(5)]
+    assert fallen[-1].persisted.tolist() == [True, False]
+    risen = [w.judge(np.array([35.0, 35.0])) for _ in range(5)]
+    assert risen[-1].persisted.tolist() == [True, True]
+
+
 def test_bands_survive_json_and_settings_refuse_nonsense():
     bands = ChannelBands.fit(baseline(np.random.default_rng(7)), np.zeros(3), SETTINGS)
     again = ChannelBands.from_json(bands.to_json())
