@@ -21,7 +21,7 @@ import numpy as np
 
 from schemas.records import Alert, Anomaly, Evidence, HostWindow, PersistedChannel
 from stream_jobs.engine.crosshost import ConfigurationDifference, HostSummary, PeerComparator, PeerDeviation
-from stream_jobs.engine.incidents import IncidentTracker
+from stream_jobs.engine.incidents import CPU, IncidentTracker
 from stream_jobs.engine.peer_effects import PeerEffects
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransVerdict, RetransWindow, classify
 from stream_jobs.engine.signatures import match_signature
@@ -45,6 +45,12 @@ JOIN_WITHIN_WINDOWS = 3
 # An incident quiet for this many windows beyond its close is held for its symptom's return (5 minutes in all at 1 s
 # windows): a lasting change that flickers in and out of its band is one incident, not a page each time it returns
 RECUR_WITHIN_WINDOWS = 270
+# A lossy link's effects on its peers (their own loss verdicts, a receiver's changed receive path) show this many windows
+# after its loss verdict opens at the latest (a minute)
+LOSS_EFFECTS_WITHIN_WINDOWS = 60
+# An incident that has lasted this many windows (a minute) is closed by a window led by a channel it never held, which
+# opens its own: a lasting change not yet adopted (page cache a write filled) must not absorb the next fault
+RENEW_AFTER_WINDOWS = 60
 # How many compared windows keep their hosts' departing channels, for summaries that arrive after their window
 DEPARTURES_KEPT_WINDOWS = 600
 NOTHING_DEPARTS: frozenset[str] = frozenset()
@@ -79,8 +85,9 @@ class ClusterStage:
         self._departing: dict[str, dict[int, dict[str, frozenset[str]]]] = defaultdict(dict)
         self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
         # peer findings and loss alarms already ask for persistence; one window of either opens an incident
-        self.incidents = IncidentTracker(open_after=1, close_after=30, recur_within=RECUR_WITHIN_WINDOWS)
-        self.peer_effects = PeerEffects(JOIN_WITHIN_WINDOWS)
+        self.incidents = IncidentTracker(open_after=1, close_after=30, recur_within=RECUR_WITHIN_WINDOWS,
+                                         renew_after=RENEW_AFTER_WINDOWS)
+        self.peer_effects = PeerEffects(JOIN_WITHIN_WINDOWS, LOSS_EFFECTS_WITHIN_WINDOWS)
         self._cluster_of_host: dict[str, str] = {}
         self.windows_compared = 0
         self.late_summaries = 0
@@ -189,14 +196,19 @@ class ClusterStage:
         for old in [w for w in kept if w <= window_id - DEPARTURES_KEPT_WINDOWS]:
             del kept[old]
 
-    def _peers_departing(self, cluster: str, window_id: int, host: str) -> list[frozenset[str]]:
-        """For each peer of the host in the window, the channels it left its bands on in that window or in the
-        SHARED_WITHIN_WINDOWS before it (hosts sample at their own instants and learn their own bands, so a change
-        they share does not cross every band in the same window)."""
+    def _peers_departing(self, cluster: str, window_id: int, summary: HostWindow) -> list[frozenset[str]]:
+        """For each peer of the host in the window, those of the host's persisted channels whose departure on the
+        peer began within SHARED_WITHIN_WINDOWS of its departure on the host (hosts sample at their own instants and
+        learn their own bands, so a change they share does not cross every band in the same window). A peer still out
+        on a channel since long before is not sharing the host's change: a page cache a fault filled on one host
+        stays out for minutes, and would hide the same channel's own change on another."""
         kept = self._departing[cluster]
-        recent = [kept[w] for w in range(window_id - SHARED_WITHIN_WINDOWS, window_id + 1) if w in kept]
-        peers = [peer for peer in kept.get(window_id, {}) if peer != host]
-        return [frozenset().union(*(names.get(peer, NOTHING_DEPARTS) for names in recent)) for peer in peers]
+        peers = [peer for peer in kept.get(window_id, {}) if peer != summary.host]
+        channels = {summary.names[p.index] for p in summary.persisted}
+        onsets = {c: departure_onset(kept, summary.host, c, window_id) or window_id for c in channels}
+        return [frozenset(c for c in channels if _began_together(departure_onset(kept, peer, c, window_id),
+                                                                  onsets[c]))
+                for peer in peers]
 
     def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> ClusterOutput:
         """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
@@ -204,7 +216,7 @@ class ClusterStage:
         another is open, and causes that open together are told strongest first."""
         output = ClusterOutput()
         for summary in summaries:
-            own = own_departures(summary, self._peers_departing(cluster, window_id, summary.host))
+            own = own_departures(summary, self._peers_departing(cluster, window_id, summary))
             self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
             causes = causes_strongest_first(summary, own, self._causes[summary.host])
             routed = self._routed(summary.host, summary.window_id, summary.names, causes)
@@ -214,7 +226,7 @@ class ClusterStage:
                 severity = max((departure_of(summary, p) for p in mine), default=0.0)
                 events = self.incidents.update(_cause_key(summary.host, subsystem), summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
-                                               mine[0].subsystem if mine else subsystem, evidence,
+                                               named_subsystem(mine) if mine else subsystem, evidence,
                                                windows_to_open(severity, mine[0].feature if mine else "mean"))
                 output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
@@ -275,6 +287,23 @@ def _recent_lead(began: dict[str, int], window_id: int) -> str | None:
     return max(recent)[1] if recent else None
 
 
+def departure_onset(kept: dict[int, dict[str, frozenset[str]]], host: str, channel: str, window_id: int) -> int | None:
+    """The first window of the host's current run of departures on the channel, bridging returns to its band of up
+    to SHARED_WITHIN_WINDOWS windows; None when it has not departed in that many windows up to `window_id`."""
+    onset, quiet, window = None, 0, window_id
+    while window in kept and quiet <= SHARED_WITHIN_WINDOWS:
+        if channel in kept[window].get(host, NOTHING_DEPARTS):
+            onset, quiet = window, 0
+        else:
+            quiet += 1
+        window -= 1
+    return onset
+
+
+def _began_together(peer_onset: int | None, onset: int) -> bool:
+    return peer_onset is not None and abs(peer_onset - onset) <= SHARED_WITHIN_WINDOWS
+
+
 def windows_to_open(severity: float, feature: str = "mean") -> int:
     """A host's own finding opens its incident at once when a channel's level (its mean, or its residual from a
     correlated channel) lies STRONG_DEPARTURE band widths or more outside its band; a weaker one, or one led by a
@@ -294,7 +323,7 @@ def departing_channels(summary: HostWindow) -> frozenset[str]:
 
 def own_departures(summary: HostWindow, peers_departing: list[frozenset[str]]) -> list[PersistedChannel]:
     """The host's persisted channels that fewer than SHARED_BY_HOSTS of its peers (all of them, in a smaller
-    cluster) left their bands on in the same window or shortly before (see ClusterStage._peers_departing)."""
+    cluster) left their bands on at about the time the host did (see ClusterStage._peers_departing)."""
     if not summary.persisted or summary.departures is None:
         return []
     needed = min(SHARED_BY_HOSTS, len(peers_departing))
@@ -313,6 +342,12 @@ def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
         by_cause.setdefault(persisted.subsystem, []).append(persisted)
     strongest = lambda item: max((departure_of(summary, p) for p in item[1]), default=0.0)  # noqa: E731
     return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
+
+
+def named_subsystem(persisted: list[PersistedChannel]) -> str:
+    """The subsystem a window's channels (strongest first) are told under: the strongest channel's, or, when CPU
+    channels move with another subsystem's, the strongest of the others' (see IncidentTracker's naming)."""
+    return next((p.subsystem for p in persisted if p.subsystem != CPU), persisted[0].subsystem)
 
 
 def departure_of(summary: HostWindow, persisted: PersistedChannel) -> float:

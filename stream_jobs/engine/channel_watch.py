@@ -7,8 +7,9 @@ protocol counter). Each channel therefore keeps the band its window means stayed
 quantiles, so rare baseline excursions such as a checkpoint's writes are inside it) and its median and robust
 spread. A window departs on a channel when its mean leaves the band by at least the band's own width (floored at a
 share of the channel's level, for counters that never moved at a minimum number of events per window, and for memory
-levels, in bytes or pages, at `byte_floor`, so that a process starting or a little cache is not an event, and for gauges
-that count things (only whole numbers in the baseline: sockets, tasks) at `count_floor` things), so noise in a
+levels, in bytes or pages, at `byte_floor`, so that a process starting or a little cache is not an event, for busy
+counters of time (CPU, stall or idle time, whose rate is in cores) at `core_floor` cores, so that a few more of a
+kernel's 10 ms ticks in a window are not one, and for gauges that count things (only whole numbers in the baseline: sockets, tasks) at `count_floor` things), so noise in a
 near-constant channel is not an event; a channel's spread within a window and its residual from a correlated channel
 are floored at `spread_relative_floor` of its level, so a large gauge that stops wobbling, or drifts by a few
 kilobytes from its fit, is not one either. Secondary columns (a channel's within-window spread, a residual from a
@@ -58,6 +59,7 @@ class WatchSettings:
     residual_floor: float = 0.5
     min_events: float = 5.0
     byte_floor: float = 16 * 2**20
+    core_floor: float = 0.05
     count_floor: float = 2.0
     departure: float = 1.0
     secondary_departure: float = 1.5
@@ -85,9 +87,9 @@ class WatchSettings:
             raise ValueError(f"sustained_windows {self.sustained_windows} must lie between persist_windows "
                              f"{self.persist_windows} and adopt_after {self.adopt_after}")
         if not (self.departure > 0 and self.relative_floor >= 0 and self.residual_floor >= 0 and self.min_events >= 0
-                and self.byte_floor >= 0 and self.count_floor >= 0):
-            raise ValueError("departure must be > 0; relative_floor, residual_floor, min_events, byte_floor and "
-                             "count_floor ≥ 0")
+                and self.byte_floor >= 0 and self.count_floor >= 0 and self.core_floor >= 0):
+            raise ValueError("departure must be > 0; relative_floor, residual_floor, min_events, byte_floor, "
+                             "count_floor and core_floor ≥ 0")
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,9 +28,18 @@ def counter_deltas(values: np.ndarray) -> np.ndarray:
     return deltas
 
 
-def signals(timestamps_ns: np.ndarray, values: np.ndarray, cumulative: np.ndarray) -> np.ndarray:
-    """The per-step signal of every channel (n-1, c): rates per second for counters, levels for gauges."""
-    seconds = np.diff(timestamps_ns).astype(np.float64) / 1e9
+def step_seconds(timestamps_ns: np.ndarray, min_step_s: float = 0.0) -> np.ndarray:
+    """The seconds each step spans, at least `min_step_s`: a sampler that fell behind takes its next sample a
+    fraction of a millisecond after the late one, and a counter kept in coarse units (10 ms CPU ticks) that moved by
+    one unit across such a step would read as dozens of cores for one step."""
+    return np.fmax(np.diff(timestamps_ns).astype(np.float64) / 1e9, min_step_s)
+
+
+def signals(timestamps_ns: np.ndarray, values: np.ndarray, cumulative: np.ndarray,
+            min_step_s: float = 0.0) -> np.ndarray:
+    """The per-step signal of every channel (n-1, c): rates per second for counters (over steps of at least
+    `min_step_s`, see step_seconds), levels for gauges."""
+    seconds = step_seconds(timestamps_ns, min_step_s)
     out = values[1:].astype(np.float64, copy=True)
     if cumulative.any():
         out[:, cumulative] = counter_deltas(values[:, cumulative]) / seconds[:, None]
@@ -102,13 +111,15 @@ def _spec(template: _Template, device: str, index: dict[str, int]) -> DerivedSpe
     return DerivedSpec(template.name.format(device), template.subsystem, inputs, template.formula)
 
 
-def derive(specs: Sequence[DerivedSpec], timestamps_ns: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per-step values (n-1, len(specs)) of the derived channels over one window of raw frames (n, c).
+def derive(specs: Sequence[DerivedSpec], timestamps_ns: np.ndarray, values: np.ndarray,
+           min_step_s: float = 0.0) -> np.ndarray:
+    """Per-step values (n-1, len(specs)) of the derived channels over one window of raw frames (n, c), rates over
+    steps of at least `min_step_s` (see step_seconds).
 
     Specs sharing a formula are computed together; a zero denominator gives NaN.
     """
     values = np.asarray(values, dtype=np.float64)
-    seconds = np.diff(timestamps_ns).astype(np.float64) / 1e9
+    seconds = step_seconds(timestamps_ns, min_step_s)
     out = np.full((len(values) - 1, len(specs)), np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):  # a zero denominator is NaN by design, not news
         for formula, columns, inputs in _grouped(tuple(specs)):

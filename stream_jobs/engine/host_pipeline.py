@@ -14,7 +14,7 @@ from stream_jobs.engine.attribution import Contribution, claim, dominant_subsyst
 from stream_jobs.engine.channel_watch import (ChannelBands, ChannelWatch, WatchSettings, WatchVerdict, counts_things,
                                               event_floor)
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.derived import derive, derived_specs, signals
+from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble
 from stream_jobs.engine.features import FeatureLayout, feature_layout
@@ -24,6 +24,8 @@ from stream_jobs.engine.windows import Window, WindowAssembler
 MODES = ("calibrated", "paper")
 # The agent's own metrics (its memory, its tick lag) tell of the agent, not of the host's workload.
 SELF_METRIC_PREFIX = "agent."
+# A rate is taken over a step of at least this share of the sampling interval (see derived.step_seconds)
+MIN_STEP_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -135,13 +137,19 @@ class HostPipeline:
 
     def _event_floors(self) -> np.ndarray:
         """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
-        watch's byte floor, gauges that count things: its count floor); the agent's own metrics get an infinite one,
-        so they are never judged."""
+        watch's byte floor, counters of time busy in the baseline: its core floor (one that never moved, such as CFS
+        throttling, stays an event count), gauges that count things: its count floor); the agent's own metrics get an
+        infinite one, so they are never judged."""
         floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
         bytes_per_unit = np.concatenate([self.channels.bytes_per_unit, np.zeros(len(self.specs))])
         with np.errstate(divide="ignore"):
             byte_floor = self.settings.watch.byte_floor / bytes_per_unit
         floors = np.where(bytes_per_unit > 0, np.fmax(floors, byte_floor), floors)
+        seconds_per_unit = np.concatenate([self.channels.seconds_per_unit, np.zeros(len(self.specs))])
+        busy_time = (seconds_per_unit > 0) & (self.signal_levels > 0)
+        with np.errstate(divide="ignore"):
+            core_floor = self.settings.watch.core_floor / seconds_per_unit
+        floors = np.where(busy_time, np.fmax(floors, core_floor), floors)
         counts = self.counted & (bytes_per_unit == 0)
         floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
         floors = np.fmax(floors, self.ratio_floors)
@@ -236,17 +244,28 @@ class HostPipeline:
         self.residuals = Residuals.none()
         self.watch = ChannelWatch(self._event_floors(), self.settings.watch)
 
+    @property
+    def _min_step_s(self) -> float:
+        return self.settings.interval_s * MIN_STEP_SHARE
+
+    def _frame_seconds(self, window: Window) -> np.ndarray:
+        """The window's frame times in seconds, each step at least the shortest step a rate is taken over (see
+        derived.step_seconds), so that counts recovered from rates are the counts that were read."""
+        first = window.timestamps_ns[0] / 1e9
+        return first + np.concatenate([[0.0], np.cumsum(step_seconds(window.timestamps_ns, self._min_step_s))])
+
     def _signal(self, window: Window) -> np.ndarray:
         """Per-step signals of every channel and derived metric: (frames − 1, channels + derived)."""
-        base = signals(window.timestamps_ns, window.values, self.channels.cumulative)
+        min_step_s = self._min_step_s
+        base = signals(window.timestamps_ns, window.values, self.channels.cumulative, min_step_s)
         if not self.specs:
             return base
-        return np.hstack([base, derive(self.specs, window.timestamps_ns, window.values)])
+        return np.hstack([base, derive(self.specs, window.timestamps_ns, window.values, min_step_s)])
 
     def _judge(self, window: Window) -> WindowVerdict:
         self.windows_seen += 1
         signal = self._signal(window)
-        seconds = window.timestamps_ns.astype(np.float64) / 1e9
+        seconds = self._frame_seconds(window)
         means = _column_means(signal)
         if not self.baseline_ready:
             return self._learn(window, seconds, signal, means)
@@ -464,7 +483,7 @@ class HostPipeline:
     def _context(self, signal: np.ndarray, window: Window, z: np.ndarray | None) -> WindowContext:
         """Retransmissions and segments in the window, traffic burstiness, and the co-occurring effects' |z| (none
         while the baseline is learned)."""
-        steps = np.diff(window.timestamps_ns).astype(np.float64) / 1e9
+        steps = step_seconds(window.timestamps_ns, self._min_step_s)
         counted = lambda columns: float(np.nansum(signal[:, columns] * steps[:, None])) if columns else 0.0
         tx = np.nansum(signal[:, self._tx_bytes], axis=1) if self._tx_bytes else np.zeros(1)
         burstiness = float(np.std(tx) / np.mean(tx)) if np.mean(tx) > 0 else 0.0

@@ -6,7 +6,9 @@ form one incident, announced once when it opens, again only when its severity es
 changes, and once when `close_after` windows have passed without an anomaly. A tracker may hold a quiet incident
 `recur_within` windows longer: a symptom that comes back on the same channels (a lasting change that flickers in
 and out of its band) continues it instead of paging again, while a window led by another channel closes it and
-opens its own. A workload starting or stopping is
+opens its own. Likewise an incident that has lasted `renew_after` windows (a page cache a fault filled, out of its band
+for minutes) is closed by a window led by a channel it has never held, which opens its own: a new fault on the host
+is not absorbed by an old change that has not yet been adopted. A workload starting or stopping is
 not an anomaly: RegimeDetector spots it and the tracker reports it once as a "regime" notice instead, then holds
 the host's anomalies back for `settle_windows` windows while its baseline is learned again.
 """
@@ -22,6 +24,7 @@ from stream_jobs.engine.signatures import match_signature
 
 EVIDENCE_LIMIT = 5
 SUMMARY_EVIDENCE = 3
+CPU = "cpu"
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,12 @@ class _OpenIncident:
 
     @property
     def subsystem(self) -> str:
-        """The subsystem with the largest summed severity (alphabetical among ties, for determinism)."""
-        return min(self.severity_by_subsystem.items(), key=lambda item: (-item[1], item[0]))[0]
+        """The subsystem with the largest summed severity (alphabetical among ties, for determinism), CPU only when
+        no other was named: CPU time is how most faults show (reclaim's system time under memory pressure, I/O wait
+        under a write burst), so a CPU channel that moves with another subsystem's is that subsystem's work."""
+        named = {subsystem: severity for subsystem, severity in self.severity_by_subsystem.items()
+                 if subsystem != CPU} or self.severity_by_subsystem
+        return min(named.items(), key=lambda item: (-item[1], item[0]))[0]
 
     def top_evidence(self) -> tuple[tuple[str, str, float], ...]:
         """The most frequent metric–feature pairs, strongest first among equals, with their strongest z."""
@@ -125,13 +132,16 @@ class IncidentTracker:
     """Turns per-window verdicts of many hosts into deduplicated alert events."""
 
     def __init__(self, open_after: int = 1, close_after: int = 3, escalation: float = 1.5, settle_windows: int = 30,
-                 recur_within: int = 0):
-        if open_after < 1 or close_after < 1 or escalation <= 1.0 or settle_windows < 0 or recur_within < 0:
+                 recur_within: int = 0, renew_after: int = 0):
+        if (open_after < 1 or close_after < 1 or escalation <= 1.0 or settle_windows < 0 or recur_within < 0
+                or renew_after < 0):
             raise ValueError(f"open_after {open_after} and close_after {close_after} must be ≥ 1, escalation "
-                             f"{escalation} > 1, settle_windows {settle_windows} and recur_within {recur_within} ≥ 0")
+                             f"{escalation} > 1, settle_windows {settle_windows}, recur_within {recur_within} and "
+                             f"renew_after {renew_after} ≥ 0")
         self.open_after = open_after
         self.close_after = close_after
         self.recur_within = recur_within
+        self.renew_after = renew_after
         self.escalation = escalation
         self.settle_windows = settle_windows
         self._hosts: dict[str, _HostState] = defaultdict(_HostState)
@@ -156,9 +166,17 @@ class IncidentTracker:
                 events += self._close(state, "")
             else:
                 return events + self._extend(state, window, "back after a quiet spell")
+        elif state.incident and self._renewed_by(state.incident, window):
+            events += self._close(state, "a new symptom opens its own incident")
         if state.incident:
             return events + self._extend(state, window)
         return events + self._maybe_open(host, state, window, open_after or self.open_after)
+
+    def _renewed_by(self, incident: _OpenIncident, window: _FlaggedWindow) -> bool:
+        """Whether the window, led by a channel the incident has never held, closes an incident that has lasted
+        `renew_after` windows (0: never)."""
+        return (self.renew_after > 0 and window.window_id - incident.first_window_id >= self.renew_after
+                and not _same_symptom(incident, window))
 
     def regime_change(self, host: str, window_id: int, start_ns: int, end_ns: int, change: str) -> list[AlertEvent]:
         """Close the host's incident, announce the workload change once and hold its anomalies for a while."""

@@ -8,8 +8,11 @@ incident gets an update that names the host and what it showed, and the later in
 for as long as it lasts (its anomalies are still stored). A host's loss verdict (retransmissions) is told as a peer's
 only when the peer's is a loss verdict too, opened within `loss_within_windows` windows: a lossy link drops the
 segments its peers send to it as well, and their evidence climbs more slowly than the lossy host's own; a coincident
-blip of another kind on a peer must not hide a lossy link. Incidents that open in the same window on several hosts
-are each told: which of them came first cannot be known.
+blip of another kind on a peer must not hide a lossy link. A network finding on a host within `loss_within_windows`
+windows of a peer's loss verdict (from the window it opens) is the loss seen from the other end (segments out of
+order, compressed or coalesced ACKs, a receive path that changes while the link drops) and is told with the verdict,
+which names the host that lost them. Other incidents that open in the same window on several hosts are each told:
+which of them came first cannot be known.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ class PeerEffects:
         """The alerts to publish of those the cluster's window `window_id` raised (None: incidents closed at the end
         of a run, which open nothing)."""
         published = []
-        for alert in alerts:
+        for alert in sorted(alerts, key=lambda a: a.kind != LOSS):
             if alert.kind not in HOST_KINDS:
                 published.append(alert)
             elif alert.alert_id in self._told_with:
@@ -72,16 +75,17 @@ class PeerEffects:
                   if window_id - opened <= max(self.within_windows, self.loss_within_windows)]
         self._openings[cluster] = recent
         leads = [self._open[alert_id] for opened, alert_id in sorted(recent, reverse=True)
-                 if opened < window_id and alert_id in self._open and self._open[alert_id].host != alert.host
-                 and self._may_lead(self._open[alert_id].kind, alert.kind, window_id - opened)]
+                 if alert_id in self._open and self._open[alert_id].host != alert.host
+                 and self._may_lead(self._open[alert_id].kind, alert, window_id - opened)]
         return leads[0] if leads else None
 
-    def _may_lead(self, lead_kind: str, kind: str, windows_after: int) -> bool:
+    def _may_lead(self, lead_kind: str, alert: Alert, windows_after: int) -> bool:
         """A host's own finding follows any incident opened 1 to `within_windows` windows before; a loss verdict
-        follows only a loss verdict, opened 1 to `loss_within_windows` windows before."""
-        if kind == LOSS:
-            return lead_kind == LOSS and windows_after <= self.loss_within_windows
-        return windows_after <= self.within_windows
+        follows a loss verdict opened 1 to `loss_within_windows` windows before, and a network finding one opened up
+        to as many windows before, or in the same window."""
+        if lead_kind == LOSS and (alert.kind == LOSS or alert.subsystem == "network"):
+            return (alert.kind != LOSS or windows_after >= 1) and windows_after <= self.loss_within_windows
+        return alert.kind != LOSS and 1 <= windows_after <= self.within_windows
 
     def _remember(self, alert: Alert) -> Alert:
         """The alert with the peers' effects told so far added to its summary; closed ones are forgotten."""

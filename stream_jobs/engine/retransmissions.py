@@ -54,7 +54,7 @@ class RetransWindow:
 class RetransRules:
     """The count model's settings: the rise it looks for, evidence per alarm, per-window cap, history, peer share."""
 
-    rate_multiple: float = 4.0
+    rate_multiple: float = 8.0
     alarm: float = 8.0
     step_cap: float = 2.0
     overlap: float = 3.0

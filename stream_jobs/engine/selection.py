@@ -166,13 +166,14 @@ def priority_ranks(names, priority: tuple[tuple[str, int], ...] = DEFAULT_PRIORI
 
 
 def _correlation_variance(strength: np.ndarray) -> np.ndarray:
-    """Variance of each channel's |r| with every other channel."""
+    """Variance of each channel's |r| with every other channel, to 9 decimals: channels that tie (two channels, each
+    with one other) must tie on every platform, not by the last bit of a sum, so the channel order decides."""
     others = len(strength) - 1
     if others < 1:
         return np.zeros(len(strength))
     own = np.diagonal(strength)
     mean = (strength.sum(axis=1) - own) / others
-    return np.maximum(((strength ** 2).sum(axis=1) - own ** 2) / others - mean ** 2, 0.0)
+    return np.round(np.maximum(((strength ** 2).sum(axis=1) - own ** 2) / others - mean ** 2, 0.0), 9)
 
 
 def _greedy_clusters(strength: np.ndarray, order: np.ndarray, subsystem_codes: np.ndarray,

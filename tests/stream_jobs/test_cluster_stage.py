@@ -289,3 +289,42 @@ def test_incidents_that_open_together_or_far_apart_on_peers_are_each_told():
     for alerts in (together, apart):
         assert sorted((a.host, a.state) for a in alerts) == [("h0", "closed"), ("h0", "open"), ("h1", "closed"),
                                                              ("h1", "open")]
+
+
+def test_a_peer_out_on_a_channel_since_long_before_does_not_hide_the_hosts_own_change_on_it():
+    """h1's page cache has been out of its band since a write a minute ago; h0's leaves its band now: h0's change is
+    its own, not one it shares with h1 (their departures did not begin together)."""
+    stage, opened = ClusterStage(), []
+    for window_id in range(120):
+        h0_out, h1_out = 70 <= window_id < 100, window_id >= 10
+        summaries = [_window("h0", window_id, {"net.tx_bytes": 3.0} if h0_out else {},
+                             ("net.tx_bytes",) if h0_out else ()),
+                     _window("h1", window_id, {"net.tx_bytes": 3.0} if h1_out else {},
+                             ("net.tx_bytes",) if 10 <= window_id < 14 else ()),
+                     _window("h2", window_id, {}, ())]
+        for summary in summaries:
+            opened += [(a.host, (a.start_ns - T0) // 10**9) for a in stage.on_host_window(summary).alerts
+                       if a.state == "open"]
+    assert opened == [("h1", 10), ("h0", 70)]
+
+
+def test_a_new_symptom_on_a_host_whose_incident_has_lasted_a_minute_opens_its_own():
+    """A write's page cache keeps a memory incident open for minutes; an allocation that faults pages in later is a
+    new incident, not an update of the old one."""
+    windows = []
+    for window_id in range(200):
+        departing = {"mem.dirty": 3.0} if window_id >= 10 else {}
+        if 150 <= window_id < 170:
+            departing["mem.anon"] = 30.0
+        windows.append(_host_window(window_id, departing))
+    opened = _opened(windows)
+    assert [((a.start_ns - T0) // 10**9, a.subsystem) for a in opened] == [(10, "memory"), (150, "memory")]
+    assert "mem.anon" in opened[1].summary
+
+
+def test_an_incident_whose_cpu_time_moves_with_memory_is_named_memory():
+    """Reclaim under memory pressure: system time lies further out than the memory it reclaims, from the first
+    window."""
+    windows = [_host_window(w, {"cpu.iowait": 12.0, "mem.dirty": 3.0} if 10 <= w < 30 else {}) for w in range(60)]
+    [opened] = _opened(windows)
+    assert opened.subsystem == "memory" and "cpu.iowait" in opened.summary

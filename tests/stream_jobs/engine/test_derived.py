@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from stream_jobs.engine.derived import DerivedSpec, counter_deltas, derive, derived_specs, signals
+from stream_jobs.engine.derived import DerivedSpec, counter_deltas, derive, derived_specs, signals, step_seconds
 
 STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal", "guest")
 TIMESTAMPS = np.array([0, 100_000_000, 200_000_000])
@@ -216,3 +216,15 @@ def test_busy_percent_stays_within_0_and_100_whatever_the_counters_do(rows):
     out = derive(derived_specs(names), np.arange(len(rows)) * 100_000_000, np.array(rows, dtype=np.float64))
     finite = out[np.isfinite(out)]
     assert ((finite >= 0) & (finite <= 100)).all()
+
+
+def test_a_catch_up_sample_a_fraction_of_a_millisecond_after_a_late_one_is_not_dozens_of_cores():
+    """CPU time in 10 ms ticks, sampled every 100 ms; the sampler fell behind and took two samples 0.4 ms apart,
+    one tick between them: over the shortest step the rate is taken over it is a fifth of a core, not 25 cores."""
+    timestamps = np.array([0, 100, 290, 290.4, 400]) * 1_000_000
+    cpu_usec = np.array([[0.0], [10_000.0], [20_000.0], [30_000.0], [40_000.0]])
+    raw = signals(timestamps, cpu_usec, np.array([True]))[:, 0]
+    clamped = signals(timestamps, cpu_usec, np.array([True]), min_step_s=0.05)[:, 0]
+    assert raw[2] == pytest.approx(10_000 / 0.0004)
+    assert clamped[2] == pytest.approx(10_000 / 0.05) and clamped[0] == pytest.approx(10_000 / 0.1)
+    assert step_seconds(timestamps, 0.05) == pytest.approx([0.1, 0.19, 0.05, 0.1096])

@@ -99,7 +99,8 @@ def test_a_channel_that_leaves_its_correlated_channel_by_its_own_spread_is_found
     after = _judge_pair(lambda t: 1400.0, lambda t: np.where(t >= 200, 5e5, 0.0))
     flagged = [v for v in after if v.anomalous]
     assert len(flagged) >= 0.8 * len(after)
-    assert flagged[0].evidence[0].channel == "net.sent_bytes"
+    top = flagged[0].evidence[0]
+    assert (top.channel, top.feature) == ("net.sent_segments", "residual"), "the pruned channel's residual names the break"
 
 
 def _judge_memory_step(step_bytes: float, units=("bytes", "")):
@@ -198,3 +199,33 @@ def test_a_ratio_of_counters_is_judged_by_its_mean_not_by_its_spread_within_a_wi
     assert np.isfinite(pipeline.watch.event_floor[columns[("net.retrans_per_segment", "mean")]])
     assert np.isinf(pipeline.watch.event_floor[columns[("net.retrans_per_segment", "std")]])
     assert np.isfinite(pipeline.watch.event_floor[columns[("snmp.Tcp.RetransSegs", "std")]])
+
+
+def _judge_cpu_ticks(extra_cores: float, units=("usec", "usec", "")):
+    """A job's CPU time in 10 ms ticks (a light job, about 0.35 % of a core, one tick every few samples), its CFS
+    throttled time (never moved) and a busy gauge; after t = 200 s the job uses `extra_cores` more and is throttled
+    for 2 % of a core."""
+    rng = np.random.default_rng(12)
+    t = np.arange(0.0, 300.0, 0.1)
+    rate = 0.0035 + np.where(t >= 200, extra_cores, 0.0)
+    system = np.cumsum(rng.poisson(rate * 10)) * 10_000.0
+    throttled = np.cumsum(np.where(t >= 200, 2_000.0, 0.0))
+    busy = 50 + rng.normal(0, 2, len(t))
+    table = ChannelTable(("cgroup.cpu_system_usec", "cgroup.cpu_throttled_usec", "cpu.busy"),
+                         ("counter", "counter", "gauge"), ("cpu", "cpu", "cpu"), units)
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    verdicts = []
+    for s, a, b, c in zip(t, system, throttled, busy):
+        verdicts += pipeline.push(T0 + int(s * 1e9), np.array([a, b, c]))
+    return [v for v in verdicts if v.start_ns >= T0 + 200 * 10**9]
+
+
+def test_a_few_more_cpu_ticks_are_not_an_event_but_a_core_is_and_throttling_that_never_happened_is():
+    def flagged_channels(verdicts):
+        return {e.channel for v in verdicts if v.anomalous for e in v.evidence}
+    few_ticks = _judge_cpu_ticks(0.03)
+    assert "cgroup.cpu_system_usec" not in flagged_channels(few_ticks), "3 % of a core is below the core floor"
+    assert "cgroup.cpu_throttled_usec" in flagged_channels(few_ticks), "a counter that never moved is an event count"
+    assert "cgroup.cpu_system_usec" in flagged_channels(_judge_cpu_ticks(0.03, units=("", "", ""))), \
+        "without a unit of time no core floor applies"
+    assert "cgroup.cpu_system_usec" in flagged_channels(_judge_cpu_ticks(1.0))

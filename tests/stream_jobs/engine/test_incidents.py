@@ -92,11 +92,21 @@ def test_open_after_needs_consecutive_anomalous_windows():
 def test_updates_only_when_severity_escalates_or_the_subsystem_changes():
     tracker = IncidentTracker(escalation=1.5)
     events = feed(tracker, "h1", [True] * 6, severities=[4.0, 4.5, 5.0, 7.0, 6.0, 7.2],
-                  subsystems=["cpu", "cpu", "cpu", "cpu", "network", "network"])
-    assert [(e.state, e.severity, e.subsystem) for e in events] == [("open", 4.0, "cpu"), ("update", 7.0, "cpu")]
+                  subsystems=["storage", "storage", "storage", "storage", "network", "network"])
+    assert [(e.state, e.severity, e.subsystem) for e in events] == [("open", 4.0, "storage"),
+                                                                     ("update", 7.0, "storage")]
     events = feed(tracker, "h1", [True] * 3, severities=[9.0, 9.0, 9.0], subsystems=["network"] * 3,
                   first_window=106)
     assert [(e.state, e.subsystem) for e in events] == [("update", "network")]
+
+
+def test_cpu_time_that_moves_with_another_subsystem_is_named_after_the_other():
+    """Reclaim under memory pressure shows first and strongest as system time: the incident is memory's."""
+    tracker = IncidentTracker()
+    events = feed(tracker, "h1", [True] * 4, severities=[9.0, 8.0, 8.0, 8.0], subsystems=["cpu", "memory", "cpu", "cpu"])
+    assert [(e.state, e.subsystem) for e in events] == [("open", "cpu"), ("update", "memory")]
+    alone = feed(IncidentTracker(), "h2", [True] * 3, severities=[9.0] * 3, subsystems=["cpu"] * 3)
+    assert [(e.state, e.subsystem) for e in alone] == [("open", "cpu")]
 
 
 def test_no_two_identical_consecutive_events_for_an_alert():

@@ -6,8 +6,8 @@ from schemas.records import Alert
 from stream_jobs.engine.peer_effects import PeerEffects
 
 
-def opening(host: str, kind: str, window: int) -> Alert:
-    return Alert(f"{host}/{kind}:{window}", host, "c", "open", window * 10**9, window * 10**9, 5.0, "cpu",
+def opening(host: str, kind: str, window: int, subsystem: str = "cpu") -> Alert:
+    return Alert(f"{host}/{kind}:{window}", host, "c", "open", window * 10**9, window * 10**9, 5.0, subsystem,
                  f"{kind} on {host}", "", kind)
 
 
@@ -27,12 +27,28 @@ def test_a_peers_loss_verdict_right_after_a_hosts_finding_is_told_on_its_own():
 
 def test_a_peers_loss_verdict_seconds_after_a_hosts_is_the_same_lossy_link():
     effects = PeerEffects(within_windows=3, loss_within_windows=10)
-    effects.told("c", 10, [opening("h2", "retransmissions", 10)])
-    [update] = effects.told("c", 17, [opening("h3", "retransmissions", 17)])
+    effects.told("c", 10, [opening("h2", "retransmissions", 10, "network")])
+    [update] = effects.told("c", 17, [opening("h3", "retransmissions", 17, "network")])
     assert update.alert_id == "h2/retransmissions:10" and "then on peers: h3" in update.summary
     assert effects.told("c", 17, [opening("h4", "anomaly", 17)]) == [opening("h4", "anomaly", 17)], \
         "a finding of another kind follows within 3 windows only"
-    assert effects.told("c", 21, [opening("h5", "retransmissions", 21)]) == [opening("h5", "retransmissions", 21)]
+    assert effects.told("c", 21, [opening("h5", "retransmissions", 21, "network")]) == \
+        [opening("h5", "retransmissions", 21, "network")]
+
+
+def test_a_peers_network_finding_while_a_lossy_link_is_young_is_the_loss_seen_from_the_other_end():
+    """The server that receives from a lossy client sees segments out of order in the window the client's verdict
+    opens, and its receive path changes over the next minute; a CPU finding on a peer is told on its own."""
+    effects = PeerEffects(within_windows=3, loss_within_windows=60)
+    verdict, receiver_now = effects.told("c", 10, [opening("h1", "anomaly", 10, "network"),
+                                                   opening("h2", "retransmissions", 10, "network")])
+    assert verdict == opening("h2", "retransmissions", 10, "network")
+    assert receiver_now.alert_id == "h2/retransmissions:10" and "then on peers: h1" in receiver_now.summary
+    [later] = effects.told("c", 52, [opening("h3", "anomaly", 52, "network")])
+    assert later.alert_id == "h2/retransmissions:10" and "h3" in later.summary
+    assert effects.told("c", 53, [opening("h4", "anomaly", 53)]) == [opening("h4", "anomaly", 53)]
+    assert effects.told("c", 75, [opening("h5", "anomaly", 75, "network")]) == \
+        [opening("h5", "anomaly", 75, "network")], "a minute after the verdict opened, a network finding is new"
 
 
 def test_a_loss_verdict_can_lead_its_peers_findings():

@@ -93,3 +93,13 @@ def test_a_bulk_dsack_confirmation_during_loss_does_not_hide_it():
     assert sum(v.category == FAULT_INDUCED for v in verdicts) >= 30
     assert monitor.confirms_other_windows(bulk(0)) and not monitor.confirms_other_windows(
         RetransWindow("h1", 0, 5.0, 6000, spurious=6.0))
+
+
+def test_a_clean_host_whose_loss_comes_in_clumps_at_three_times_its_usual_rate_does_not_alarm():
+    """Real loss is overdispersed: a clean host's lost segments arrive in clumps, so its loss per segment can run at
+    three times its long-run rate for a minute. A lossy link adds tens of times that."""
+    rng = np.random.default_rng(5)
+    monitor = RetransMonitor()
+    _verdicts(monitor, _clean_windows(rng, 600, burst_every=10**9))
+    clumped = [RetransWindow("h1", 600 + i, float(rng.poisson(3 * 5e-5 * 6000)), 6000) for i in range(120)]
+    assert not any(v.category == FAULT_INDUCED for v in _verdicts(monitor, clumped))
