@@ -5,8 +5,8 @@ bottlenecks"): consecutive anomalous windows of a host, allowing quiet gaps shor
 form one incident, announced once when it opens, again only when its severity escalates or its dominant subsystem
 changes, and once when `close_after` windows have passed without an anomaly. A tracker may hold a quiet incident
 `recur_within` windows longer: a symptom that comes back on the same channels (a lasting change that flickers in
-and out of its band) continues it instead of paging again, while a window led by another channel closes it and
-opens its own. Likewise an incident that has lasted `renew_after` windows (a page cache a fault filled, out of its band
+and out of its band) continues it instead of paging again, while a window led by another channel, or one in which a
+channel the incident never held leaves its level, closes it and opens its own. Likewise an incident that has lasted `renew_after` windows (a page cache a fault filled, out of its band
 for minutes) is closed by a window led by a channel it has never held, which opens its own: a new fault on the host
 is not absorbed by an old change that has not yet been adopted. A workload starting or stopping is
 not an anomaly: RegimeDetector spots it and the tracker reports it once as a "regime" notice instead, then holds
@@ -25,6 +25,7 @@ from stream_jobs.engine.signatures import match_signature
 EVIDENCE_LIMIT = 5
 SUMMARY_EVIDENCE = 3
 CPU = "cpu"
+LEVEL_FEATURES = frozenset({"mean", "residual"})
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ class IncidentTracker:
             return events
         window = _FlaggedWindow(window_id, start_ns, end_ns, _finite(severity), subsystem, _triples(evidence))
         if state.incident and window_id - state.incident.last_window_id - 1 >= self.close_after:
-            if not _same_symptom(state.incident, window):
+            if not _only_its_symptoms(state.incident, window):
                 events += self._close(state, "")
             else:
                 return events + self._extend(state, window, "back after a quiet spell")
@@ -275,6 +276,16 @@ def _same_symptom(incident: _OpenIncident, window: _FlaggedWindow) -> bool:
         return True
     lead = window.evidence[0][0]
     return any(channel == lead for channel, _ in incident.evidence_counts)
+
+
+def _only_its_symptoms(incident: _OpenIncident, window: _FlaggedWindow) -> bool:
+    """Whether the window's leading channel is one the incident holds and no other channel it never held has left
+    its level (mean, or residual from a correlated channel): a lasting change that flickers back shows the channels
+    it showed, perhaps with a spread or two that a burst drags along; a new fault that moves one of them (page
+    allocations) brings a level of its own too (the page faults of a new allocation)."""
+    held = {channel for channel, _ in incident.evidence_counts}
+    return _same_symptom(incident, window) and all(channel in held or feature not in LEVEL_FEATURES
+                                                   for channel, feature, _ in window.evidence)
 
 
 def _summary(incident: _OpenIncident, top, signature, reason: str) -> str:

@@ -68,6 +68,21 @@ def test_another_channel_while_an_incident_is_quiet_closes_it_and_opens_its_own(
     assert [(e.alert_id, e.state) for e in events] == [("h1:100", "closed"), ("h1:103", "open")]
 
 
+def test_a_returning_channel_with_a_new_level_beside_it_is_a_new_fault_but_a_new_spread_is_not():
+    """A write's page allocations went quiet; an allocation a minute later moves them again, led by them, and faults
+    its own pages in: a new incident. A burst that flickers back dragging a spread along continues the old one."""
+    allocations = [("vm.pgalloc_normal", "residual-std", 40.0)]
+    tracker = IncidentTracker(close_after=2, recur_within=5)
+    feed(tracker, "h1", [True, False, False], evidence=allocations)
+    events = feed(tracker, "h1", [True], evidence=[*allocations, ("cgroup.memory_pgfault", "residual", 30.0)],
+                  first_window=103)
+    assert [(e.alert_id, e.state) for e in events] == [("h1:100", "closed"), ("h1:103", "open")]
+    tracker = IncidentTracker(close_after=2, recur_within=5)
+    feed(tracker, "h1", [True, False, False], evidence=allocations)
+    events = feed(tracker, "h1", [True], evidence=[*allocations, ("vm.pgfree", "std", 30.0)], first_window=103)
+    assert [(e.alert_id, e.state) for e in events] == [("h1:100", "update")]
+
+
 def test_without_recur_within_a_returning_symptom_is_a_new_incident():
     events = feed(IncidentTracker(close_after=2), "h1", [True, False, False, False, True])
     assert [(e.alert_id, e.state) for e in events] == [("h1:100", "open"), ("h1:100", "closed"),
