@@ -21,7 +21,7 @@ import numpy as np
 
 from schemas.records import Alert, Anomaly, Evidence, HostWindow, PersistedChannel
 from stream_jobs.engine.crosshost import ConfigurationDifference, HostSummary, PeerComparator, PeerDeviation
-from stream_jobs.engine.incidents import IncidentTracker, name_with_cpu
+from stream_jobs.engine.incidents import CPU, IncidentTracker
 from stream_jobs.engine.peer_effects import PeerEffects
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransVerdict, RetransWindow, classify
 from stream_jobs.engine.signatures import match_signature
@@ -226,7 +226,7 @@ class ClusterStage:
                 severity = max((departure_of(summary, p) for p in mine), default=0.0)
                 events = self.incidents.update(_cause_key(summary.host, subsystem), summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
-                                               named_subsystem(summary, mine) if mine else subsystem, evidence,
+                                               named_subsystem(mine) if mine else subsystem, evidence,
                                                windows_to_open(severity, mine[0].feature if mine else "mean"))
                 output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
@@ -344,10 +344,10 @@ def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
     return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
 
 
-def named_subsystem(summary: HostWindow, persisted: list[PersistedChannel]) -> str:
+def named_subsystem(persisted: list[PersistedChannel]) -> str:
     """The subsystem a window's channels (strongest first) are told under: the strongest channel's, or, when CPU
-    channels move with another subsystem's, the other's (see `name_with_cpu`)."""
-    return name_with_cpu([(p.subsystem, departure_of(summary, p)) for p in persisted])
+    channels move with another subsystem's, the strongest of the others' (see IncidentTracker's naming)."""
+    return next((p.subsystem for p in persisted if p.subsystem != CPU), persisted[0].subsystem)
 
 
 def departure_of(summary: HostWindow, persisted: PersistedChannel) -> float:

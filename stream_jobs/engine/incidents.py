@@ -25,7 +25,6 @@ from stream_jobs.engine.signatures import match_signature
 EVIDENCE_LIMIT = 5
 SUMMARY_EVIDENCE = 3
 CPU = "cpu"
-CPU_OWN_WORK_BEYOND = 10.0
 LEVEL_FEATURES = frozenset({"mean", "residual"})
 
 
@@ -106,8 +105,11 @@ class _OpenIncident:
     @property
     def subsystem(self) -> str:
         """The subsystem with the largest summed severity (alphabetical among ties, for determinism), CPU only when
-        it outweighs every other named subsystem CPU_OWN_WORK_BEYOND-fold (see `name_with_cpu`)."""
-        return name_with_cpu(sorted(self.severity_by_subsystem.items(), key=lambda item: (-item[1], item[0])))
+        no other was named: CPU time is how most faults show (reclaim's system time under memory pressure, I/O wait
+        under a write burst), so a CPU channel that moves with another subsystem's is that subsystem's work."""
+        named = {subsystem: severity for subsystem, severity in self.severity_by_subsystem.items()
+                 if subsystem != CPU} or self.severity_by_subsystem
+        return min(named.items(), key=lambda item: (-item[1], item[0]))[0]
 
     def top_evidence(self) -> tuple[tuple[str, str, float], ...]:
         """The most frequent metric–feature pairs, strongest first among equals, with their strongest z."""
@@ -117,18 +119,6 @@ class _OpenIncident:
     def snapshot(self) -> Incident:
         return Incident(self.incident_id, self.host, self.first_window_id, self.last_window_id, self.start_ns,
                         self.end_ns, self.windows, self.peak, self.subsystem, self.top_evidence())
-
-
-def name_with_cpu(strengths: list[tuple[str, float]]) -> str:
-    """The subsystem of the strongest of (subsystem, strength) pairs, strongest first, unless it is CPU and another
-    subsystem is at least 1/CPU_OWN_WORK_BEYOND as strong: CPU time is how most faults show (reclaim's system time
-    under memory pressure, I/O wait under a write burst), so CPU time that moves with another subsystem is that
-    subsystem's work; a burner's own rise hundreds of band widths out is not the work of its start's few disk reads."""
-    strongest_subsystem, strongest = strengths[0]
-    other = next(((subsystem, strength) for subsystem, strength in strengths if subsystem != CPU), None)
-    if strongest_subsystem != CPU or other is None or other[1] * CPU_OWN_WORK_BEYOND < strongest:
-        return strongest_subsystem
-    return other[0]
 
 
 @dataclass

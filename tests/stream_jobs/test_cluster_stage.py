@@ -308,16 +308,6 @@ def test_a_peer_out_on_a_channel_since_long_before_does_not_hide_the_hosts_own_c
     assert opened == [("h1", 10), ("h0", 70)]
 
 
-def test_a_burner_whose_start_read_a_little_from_disk_is_named_cpu():
-    """A CPU burner's processes read a few pages from disk as they start: its CPU time, hundreds of band widths out,
-    is its own work, not the work of reads a few widths out; I/O wait a few times further out than a write burst's
-    disk is still the write's."""
-    burner = [_host_window(w, {"cpu.iowait": 300.0, "disk.busy": 5.0} if 10 <= w < 30 else {}) for w in range(60)]
-    writes = [_host_window(w, {"cpu.iowait": 60.0, "disk.busy": 15.0} if 10 <= w < 30 else {}) for w in range(60)]
-    assert [a.subsystem for a in _opened(burner)] == ["cpu"]
-    assert [a.subsystem for a in _opened(writes)] == ["storage"]
-
-
 def test_a_new_symptom_on_a_host_whose_incident_has_lasted_a_minute_opens_its_own():
     """A write's page cache keeps a memory incident open for minutes; an allocation that faults pages in later is a
     new incident, not an update of the old one."""

@@ -124,13 +124,6 @@ def test_cpu_time_that_moves_with_another_subsystem_is_named_after_the_other():
     assert [(e.state, e.subsystem) for e in alone] == [("open", "cpu")]
 
 
-def test_cpu_time_that_outweighs_another_subsystem_tenfold_is_named_cpu():
-    """A burner whose start read a few pages: the reads are not why its CPU time rose hundreds of widths."""
-    events = feed(IncidentTracker(), "h1", [True] * 4, severities=[4.0, 300.0, 300.0, 300.0],
-                  subsystems=["storage", "cpu", "cpu", "cpu"])
-    assert [(e.state, e.subsystem) for e in events] == [("open", "storage"), ("update", "cpu")]
-
-
 def test_no_two_identical_consecutive_events_for_an_alert():
     tracker = IncidentTracker()
     events = feed(tracker, "h1", [True] * 20, severities=[5.0] * 20)
