@@ -12,12 +12,13 @@ import threading
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from producers.spool import DiskSpool, SpooledRecord
 from schemas.records import Catalog, Frame, encode_catalog, encode_frame
-from schemas.topics import TopicNames
+from schemas.topics import BrokerUnavailable, TopicNames
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +38,21 @@ def producer_config(bootstrap: str, extra: dict | None = None) -> dict:
     cramjam), and a 200 ms linger so that a host's frames travel, and compress, a few at a time."""
     return {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
             "compression.type": "zstd", "linger.ms": 200, "batch.num.messages": 10000,
-            "message.timeout.ms": 60000, "log_level": 3, **(extra or {})}
+            "message.timeout.ms": 60000, "log_level": 0, **(extra or {})}
 
 
 class KafkaFramePublisher:
     """A FrameSink that sends frames to reveal.samples and catalogs to reveal.catalog, keyed by host."""
 
     def __init__(self, bootstrap: str, extra_config: dict | None = None, topics: TopicNames = TopicNames(),
-                 spool_dir: str | Path | None = None, spool_max_bytes: int = 256 << 20):
+                 spool_dir: str | Path | None = None, spool_max_bytes: int = 256 << 20, start_spooling: bool = False,
+                 before_replay: Callable[[], None] | None = None):
+        """`start_spooling`: the broker did not answer at start, so frames go to the spool from the first one;
+        `before_replay`: run once when the broker first answers, before the spool is replayed (creating the topics),
+        and again next time if it raises BrokerUnavailable."""
         self.topics = topics
+        self._before_replay = before_replay
+        self._last_client_error = None
         self.stats = DeliveryStats()
         self.spool = DiskSpool(spool_dir, spool_max_bytes) if spool_dir else None
         self._config = {**producer_config(bootstrap, extra_config), "error_cb": self._on_client_error}
@@ -58,7 +65,7 @@ class KafkaFramePublisher:
         self._stop = threading.Event()
         self._drainer = None
         if self.spool is not None:
-            if len(self.spool):
+            if len(self.spool) or start_spooling:
                 self._broker_down.set()
             self._drainer = threading.Thread(target=self._drain_loop, name="spool-drain", daemon=True)
             self._drainer.start()
@@ -124,11 +131,17 @@ class KafkaFramePublisher:
             self.stats.delivered += 1
             return
         self.stats.failed += 1
-        self.stats.last_error = str(error)
-        if self.spool is not None:  # replayed before the spool: it is older than anything spooled since
-            self._failed.append(SpooledRecord(message.topic(), message.key(), message.value()))
-            self._broker_down.set()
-        log.error("delivery to %s failed: %s", message.topic(), error)
+        if self.spool is None:
+            if self.stats.failed == 1 or self.stats.last_error != str(error):
+                log.error("delivery to %s failed: %s (later failures of the same kind are only counted)",
+                          message.topic(), error)
+            self.stats.last_error = str(error)
+            return
+        self._failed.append(SpooledRecord(message.topic(), message.key(), message.value()))  # replayed before the spool
+        if not self._broker_down.is_set():
+            log.warning("delivery to %s failed (%s): frames go to the spool %s until Kafka answers", message.topic(),
+                        error, self.spool.directory)
+        self._broker_down.set()
 
     def _on_replayed(self, error: KafkaError | None, message) -> None:
         if error is None:
@@ -156,19 +169,34 @@ class KafkaFramePublisher:
             self._broker_down.set()
 
     def _on_client_error(self, error: KafkaError) -> None:
+        """The client's errors, one log line per change of kind (librdkafka repeats them at every reconnect)."""
         if error.fatal():
             self._fatal.set()
-        if error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT) and self.spool is not None:
+        unreachable = error.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT)
+        if unreachable and self.spool is not None:
             if not self._broker_down.is_set():
                 log.warning("Kafka unreachable (%s): frames go to the spool %s", error.str(), self.spool.directory)
             self._broker_down.set()
+        elif error.code() != self._last_client_error:
+            log.warning("Kafka client: %s", error.str())
+        self._last_client_error = error.code()
 
     def _drain_loop(self) -> None:
         while not self._stop.wait(1.0):
             if self._fatal.is_set():
                 self._renew_producer()
-            if self._broker_down.is_set() and self._broker_answers():
+            if self._broker_down.is_set() and self._broker_answers() and self._prepared_for_replay():
                 self._replay(timeout_s=30.0)
+
+    def _prepared_for_replay(self) -> bool:
+        if self._before_replay is None:
+            return True
+        try:
+            self._before_replay()
+        except BrokerUnavailable:
+            return False
+        self._before_replay = None
+        return True
 
     def _broker_answers(self) -> bool:
         try:

@@ -56,6 +56,10 @@ class CollectorRegistry:
                  source_intervals: dict[str, float] | None = None, budget_fraction: float = 0.25,
                  clock: Callable[[], float] = time.perf_counter):
         self.host, self.cluster, self.interval_s = host, cluster, interval_s
+        unknown = sorted(set(source_intervals or {}) - {c.source for c in collectors})
+        if unknown:
+            raise ValueError(f"--source-interval {unknown[0]!r}: no such source; sources: "
+                             f"{', '.join(sorted(c.source for c in collectors))}")
         self.sources = [self._schedule(c, interval_s, source_intervals or {}, budget_fraction)
                         for c in collectors if c.available()]
         self._clock = clock

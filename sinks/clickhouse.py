@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import threading
@@ -11,6 +12,7 @@ from urllib.parse import quote, urlparse
 
 import clickhouse_connect
 
+from sinks.read_only import WriteRefused, check_read_only
 from sinks.rows import frame_rows_binary
 
 log = logging.getLogger(__name__)
@@ -37,6 +39,25 @@ COLUMNS = {"frames": FRAME_COLUMNS, "catalogs": CATALOG_COLUMNS, "windows": WIND
            "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS, "baselines": BASELINE_COLUMNS,
            "retransmissions": RETRANSMISSION_COLUMNS, "lab_faults": LAB_FAULT_COLUMNS,
            "lab_scores": LAB_SCORE_COLUMNS}
+# What each table holds, in the words the console, the report, the live page and the README use: the one place
+# tables are described (`reveal sql --help` prints it; a test holds the README to it).
+TABLE_DESCRIPTIONS = {
+    "frames": "raw values per host and instant, in catalog order (one channel: the channel_values view below)",
+    "catalogs": "each host's channels per catalog version: names, subsystems, kinds, units, devices",
+    "windows": "one row per host window: the host detectors' score against its threshold, each detector's, and "
+               "whether the window was anomalous",
+    "anomalies": "one finding about one host window, from any source (host detectors, channel watch, peers, "
+                 "retransmissions, configuration), with its claim, hint and ranked metric–feature evidence",
+    "alerts": "incidents as alert events (open, update, closed) keyed by alert_id, with severity in band widths, "
+              "subsystem, summary and hint",
+    "retransmissions": "each window's retransmission verdict (workload-intrinsic, fault-induced, …) and its reason",
+    "baselines": "learned baselines, restored after a restart",
+    "lab_faults": "lab runs: each injected fault, its interval and whether it took effect",
+    "lab_scores": "lab runs: each scenario's scores",
+}
+CHANNEL_EXAMPLE = ("SELECT ts, value FROM channel_values(name = 'cpu.user.all') WHERE host = 'gpu-node-1' "
+                   "ORDER BY ts")
+RETAINED_TABLES = ("frames", "windows")
 # Tables written as RowBinary built here rather than through clickhouse-connect's per-value column writers.
 ROW_BINARY_TABLES = {"frames": frame_rows_binary}
 
@@ -69,13 +90,16 @@ def with_password(dsn: str, password: str | None) -> str:
     return parsed._replace(netloc=f"{quote(user, safe='')}:{quote(password, safe='')}@{host}").geturl()
 
 
-def connect(dsn: str):
-    """A clickhouse-connect client for an embedded or server DSN."""
+def connect(dsn: str, create: bool = True):
+    """A clickhouse-connect client for an embedded or server DSN; an embedded folder is made when `create`, and
+    must exist otherwise."""
     scheme = urlparse(dsn).scheme
     if scheme not in ("chdb", "http", "https"):
         raise StorageError(f"ClickHouse DSN {describe_dsn(dsn)!r}: scheme {scheme!r} is not one of chdb, http, https")
-    if scheme == "chdb":
+    if scheme == "chdb" and create:
         Path(urlparse(dsn).path).mkdir(parents=True, exist_ok=True)
+    elif scheme == "chdb" and not Path(urlparse(dsn).path).is_dir():
+        raise StorageError(f"no embedded ClickHouse at {urlparse(dsn).path} (nothing has been stored there)")
     try:
         return clickhouse_connect.get_client(dsn=dsn)
     except Exception as error:  # clickhouse-connect raises several unrelated types for an unreachable target
@@ -103,6 +127,7 @@ class ClickHouseWriter:
         self.client = connect(dsn)
         self.stats = WriterStats()
         self._lock = threading.Lock()
+        self._client_lock = threading.Lock()  # one statement at a time on the client (a live page queries it too)
         self._pending: dict[str, list[list]] = {t: [] for t in COLUMNS}
         self._in_flight = 0  # rows taken by a flush that has not finished, still counted as waiting
         self._create_tables()
@@ -115,20 +140,24 @@ class ClickHouseWriter:
         self.command(f"USE {self.database}")  # the embedded session keeps it
         self.client.database = self.database  # a server client sends it with every query
 
+    def keep_for(self, table: str, seconds: float) -> None:
+        """Rows of `table` (frames or windows) are deleted `seconds` after they were stored."""
+        if table not in RETAINED_TABLES:
+            raise StorageError(f"retention applies to {', '.join(RETAINED_TABLES)}, not {table!r}")
+        self.command(f"ALTER TABLE {self.database}.{table} MODIFY TTL stored_at + INTERVAL {int(seconds)} SECOND")
+
     def command(self, statement: str, parameters: dict | None = None):
         try:
-            return self.client.command(statement, parameters=parameters)
+            with self._client_lock:
+                return self.client.command(statement, parameters=parameters)
         except Exception as error:
             raise StorageError(f"ClickHouse at {describe_dsn(self.dsn)} refused: {statement.strip()[:120]}… "
                                f"({error})") from error
 
-    def query(self, sql: str, parameters: dict | None = None):
-        """Runs a query with bound parameters; returns (column names, rows)."""
-        try:
-            result = self.client.query(sql, parameters=parameters)
-        except Exception as error:
-            raise StorageError(f"query failed on {describe_dsn(self.dsn)}: {error}") from error
-        return result.column_names, result.result_rows
+    def query(self, sql: str, parameters: dict | None = None, read_only: bool = False):
+        """Runs a query with bound parameters, refusing anything but one reading statement when `read_only`;
+        returns (column names, rows)."""
+        return run_query(self.client, self.dsn, sql, parameters, read_only, self._client_lock)
 
     def add(self, table: str, rows: list[list]) -> None:
         """Queue rows for the next flush (thread-safe)."""
@@ -164,17 +193,72 @@ class ClickHouseWriter:
 
     def _insert(self, table: str, rows: list[list]) -> None:
         try:
-            if table in ROW_BINARY_TABLES:
-                self.client.raw_insert(f"{self.database}.{table}", list(COLUMNS[table]),
-                                       ROW_BINARY_TABLES[table](rows), fmt="RowBinary")
-            else:
-                self.client.insert(f"{self.database}.{table}", rows, column_names=list(COLUMNS[table]))
+            with self._client_lock:
+                self._insert_locked(table, rows)
         except Exception as error:
             raise StorageError(f"insert of {len(rows)} rows into {table} at {describe_dsn(self.dsn)} "
                                f"failed: {error}") from error
         self.stats.rows[table] += len(rows)
         self.stats.batches += 1
 
+    def _insert_locked(self, table: str, rows: list[list]) -> None:
+        if table in ROW_BINARY_TABLES:
+            self.client.raw_insert(f"{self.database}.{table}", list(COLUMNS[table]),
+                                   ROW_BINARY_TABLES[table](rows), fmt="RowBinary")
+        else:
+            self.client.insert(f"{self.database}.{table}", rows, column_names=list(COLUMNS[table]))
+
     def close(self) -> None:
         self.flush()
         self.client.close()
+
+
+class ClickHouseReader:
+    """Queries an existing Reveal database without creating anything: one reading statement at a time unless
+    `writable` (see sinks.read_only)."""
+
+    def __init__(self, dsn: str, database: str = "reveal", writable: bool = False):
+        if not _IDENTIFIER.match(database):
+            raise StorageError(f"database name {database!r} must be a plain identifier")
+        self.dsn, self.database, self.writable = dsn, database, writable
+        self.client = connect(dsn, create=False)
+        _, rows = self.query("SELECT count() FROM system.databases WHERE name = {name:String}", {"name": database})
+        if not rows[0][0]:
+            self.client.close()
+            raise StorageError(f"{describe_dsn(dsn)} holds no database {database!r}: not a Reveal data store")
+        self.client.command(f"USE {database}")
+        self.client.database = database
+
+    def query(self, sql: str, parameters: dict | None = None):
+        """Runs a query with bound parameters; returns (column names, rows)."""
+        return run_query(self.client, self.dsn, sql, parameters, not self.writable)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def run_query(client, dsn: str, sql: str, parameters: dict | None, read_only: bool,
+              lock: threading.Lock | None = None):
+    """(column names, rows) of a query with bound parameters, refusing anything but one reading statement when
+    `read_only` (see sinks.read_only); `lock` keeps one statement at a time on a shared client."""
+    held = lock or contextlib.nullcontext()
+    try:
+        if read_only:
+            with held:
+                check_read_only(sql, lambda statement: explain_ast(client, statement, parameters))
+        with held:
+            result = client.query(sql, parameters=parameters)
+    except WriteRefused as refusal:
+        raise StorageError(f"refused on {describe_dsn(dsn)}: {refusal}") from None
+    except Exception as error:
+        raise StorageError(f"query failed on {describe_dsn(dsn)}: {_first_line(error)}") from error
+    return result.column_names, result.result_rows
+
+
+def explain_ast(client, statement: str, parameters: dict | None) -> list[str]:
+    """ClickHouse's parse of one statement, a line per node (nothing runs)."""
+    return [row[0] for row in client.query(f"EXPLAIN AST {statement}", parameters=parameters).result_rows]
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

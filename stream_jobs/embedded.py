@@ -10,32 +10,43 @@ from schemas.records import Catalog, Frame
 from sinks.clickhouse import ClickHouseWriter
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.host_stage import HostStage, StageOutput
+from stream_jobs.live.state import LiveState
 from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
 
 log = logging.getLogger(__name__)
+
 
 
 class EmbeddedRunner:
     """A FrameSink that runs each frame through the host stage and stores everything, flushing about once a second."""
 
     def __init__(self, stage: HostStage, writer: ClickHouseWriter, console: TextIO | None = None,
-                 flush_every_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
-        self.stage, self.writer, self.console = stage, writer, console
+                 flush_every_s: float = 1.0, clock: Callable[[], float] = time.monotonic,
+                 live: LiveState | None = None):
+        self.stage, self.writer, self.console, self.live = stage, writer, console, live
         self.flush_every_s = flush_every_s
         self.cluster = ClusterStage()
         self.windows = 0
+        self.anomalous_windows = 0
         self.anomalies = 0
         self.alerts = 0
+        self.incidents: set[str] = set()
+        self._learned_windows: dict[str, int] = {}
+        self._judged_hosts: set[str] = set()
         self._clock = clock
         self._last_flush = clock()
 
     def on_catalog(self, catalog: Catalog) -> None:
         queue_catalog(self.writer, catalog)
+        if self.live is not None:
+            self.live.on_catalog(catalog)
         self._show(f"catalog: {len(catalog.channels)} channels (version {catalog.version})")
         self._handle(self.stage.on_catalog(catalog))
 
     def on_frame(self, frame: Frame) -> None:
         queue_frame(self.writer, frame)
+        if self.live is not None:
+            self.live.on_frame(frame)
         self._handle(self.stage.on_frame(frame))
         if self._clock() - self._last_flush >= self.flush_every_s:
             self.flush()
@@ -47,36 +58,79 @@ class EmbeddedRunner:
     def close(self) -> None:
         """Close open incidents and store what is left."""
         self._handle(self.stage.close())
-        queue_cluster_output(self.writer, self.cluster.flush())
+        remaining = self.cluster.flush()
+        queue_cluster_output(self.writer, remaining)
+        self._count(remaining.anomalies, remaining.alerts)
         self.flush()
 
     def _handle(self, output: StageOutput) -> None:
         queue_output(self.writer, output)
+        across_hosts = []
         for summary in output.host_windows:
             cluster_output = self.cluster.on_host_window(summary)
             queue_cluster_output(self.writer, cluster_output)
+            across_hosts += cluster_output.anomalies
             output.alerts += cluster_output.alerts
-        self.windows += len(output.verdicts)
-        self.anomalies += len(output.anomalies)
-        self.alerts += len(output.alerts)
-        for verdict in output.verdicts:
-            self._show(describe_verdict(verdict, self.stage.settings.warmup_windows, self.windows))
+        output.anomalies += across_hosts
+        if self.live is not None:
+            self._show_live(output)
+        for row, verdict in zip(output.window_rows, output.verdicts):
+            self.windows += 1
+            self.anomalous_windows += verdict.anomalous
+            self._show(describe_verdict(verdict, self.stage.settings.warmup_windows, self._learning(row[0], verdict),
+                                        relearning=row[0] in self._judged_hosts))
+        self.anomalies += len(output.anomalies) - len(across_hosts)
+        self._count(across_hosts, output.alerts)
+
+    def _count(self, across_hosts: list, alerts: list) -> None:
+        """Count and tell the anomalies found across hosts (the host detectors' are told on their window's line)
+        and the incidents' alert events."""
+        self.anomalies += len(across_hosts)
+        for anomaly in across_hosts:
+            self._show(f"ANOMALY [{'+'.join(anomaly.detectors)}/{anomaly.subsystem or '-'}] {anomaly.host}: "
+                       f"{anomaly.claim}")
+        self.alerts += len(alerts)
+        for alert in alerts:
+            self.incidents.add(alert.alert_id)
+            self._show(f"INCIDENT {alert.state} [{alert.kind}/{alert.subsystem or '-'}] {alert.host}: severity "
+                       f"{alert.severity:.1f}: {alert.summary}" + (f" — hint: {alert.hint}" if alert.hint else ""))
+
+    def _learning(self, host: str, verdict) -> int:
+        """How many windows the host has learned in its current learning spell (0 once it judges)."""
+        if verdict.baseline_ready:
+            self._judged_hosts.add(host)
+            self._learned_windows[host] = 0
+        else:
+            self._learned_windows[host] = self._learned_windows.get(host, 0) + 1
+        return self._learned_windows[host]
+
+    def summary(self) -> str:
+        """The run's totals in the words the tables use."""
+        return (f"{self.windows} windows ({self.anomalous_windows} anomalous), {self.anomalies} anomalies, "
+                f"{len(self.incidents)} incidents ({self.alerts} alert events)")
+
+    def _show_live(self, output: StageOutput) -> None:
+        for row, verdict in zip(output.window_rows, output.verdicts):
+            self.live.on_window(row[0], verdict)
+        for anomaly in output.anomalies:
+            self.live.on_anomaly(anomaly)
         for alert in output.alerts:
-            self._show(f"ALERT {alert.state} [{alert.kind}/{alert.subsystem or '-'}] {alert.host}: {alert.summary}"
-                       + (f" — hint: {alert.hint}" if alert.hint else ""))
+            self.live.on_alert(alert)
 
     def _show(self, line: str) -> None:
         if self.console is not None:
             print(line, file=self.console, flush=True)
 
 
-def describe_verdict(verdict, warmup_windows: int, windows_seen: int) -> str:
-    """One terminal line per window: learning progress, a normal score, or an anomaly with its claim."""
+def describe_verdict(verdict, warmup_windows: int, learned: int, relearning: bool = False) -> str:
+    """One terminal line per window: learning progress and why, or the host detectors' score against its threshold
+    and, for an anomalous window, its claim."""
     stamp = time.strftime("%H:%M:%S", time.localtime(verdict.end_ns / 1e9))
     if not verdict.baseline_ready:
-        return f"{stamp}  window {verdict.window_id}  learning baseline {min(windows_seen, warmup_windows)}/" \
-               f"{warmup_windows}"
-    if not verdict.anomalous:
-        return f"{stamp}  window {verdict.window_id}  severity {verdict.score:5.2f}  normal"
-    return (f"{stamp}  window {verdict.window_id}  severity {verdict.score:5.2f}  ANOMALY "
-            f"({'+'.join(verdict.detectors)}) [{verdict.subsystem}] {verdict.claim}")
+        why = "relearning after the channel catalog changed" if relearning else "learning this host's baseline"
+        return (f"{stamp}  window {verdict.window_id}  learning baseline {min(learned, warmup_windows)}/"
+                f"{warmup_windows} ({why}; nothing is judged until it is learned)")
+    verdict_words = "normal" if not verdict.anomalous else (
+        f"ANOMALOUS ({'+'.join(verdict.detectors)}) [{verdict.subsystem}] {verdict.claim}")
+    return f"{stamp}  window {verdict.window_id}  score {verdict.score:5.2f} / threshold {verdict.threshold:.2f}  " \
+           f"{verdict_words}"

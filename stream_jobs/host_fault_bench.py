@@ -78,7 +78,7 @@ def run_bench(baseline_s: float, fault_s: float, gap_s: float, clean_s: float, g
     runner = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "run", "--duration", f"{duration:.0f}",
                                "--data-dir", str(folder / "data"), "--settle", f"{settle_s:g}", "--quiet",
                                "--warmup-windows", str(warmup_windows), "--host", "bench-host",
-                               "--cluster", "host-faults"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               "--cluster", "host-faults", "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True)
     started_ns = time.time_ns()
     try:

@@ -152,3 +152,13 @@ CREATE TABLE IF NOT EXISTS {db}.lab_scores
 )
 ENGINE = ReplacingMergeTree(scored_at)
 ORDER BY (run_id, thresholds, metric);
+
+-- One channel's values by name, for every host whose catalog has it:
+--   SELECT ts, value FROM channel_values(name = 'cpu.user.all') WHERE host = 'gpu-node-1' ORDER BY ts
+CREATE VIEW IF NOT EXISTS {db}.channel_values AS
+SELECT f.host AS host, f.cluster AS cluster, f.ts AS ts, f.values[indexOf(c.names, {name:String})] AS value,
+       c.subsystems[indexOf(c.names, {name:String})] AS subsystem, c.units[indexOf(c.names, {name:String})] AS unit
+FROM {db}.frames AS f
+INNER JOIN (SELECT host, version, any(names) AS names, any(subsystems) AS subsystems, any(units) AS units
+            FROM {db}.catalogs GROUP BY host, version) AS c ON f.host = c.host AND f.catalog_version = c.version
+WHERE indexOf(c.names, {name:String}) > 0;

@@ -9,11 +9,13 @@ from pathlib import Path
 from producers.agent import Agent, FanOutSink
 from producers.recording import RecordingWriter
 from producers.publisher import KafkaFramePublisher
-from schemas.topics import TopicNames, ensure_topics
+from schemas.topics import BrokerUnavailable, TopicNames, ensure_topics
 from stream_jobs.cli.options import (StopFlag, add_agent_options, add_kafka_options, agent_settings, kafka_security,
                                      positive_seconds)
 
 log = logging.getLogger(__name__)
+
+START_WAIT_S = 5.0
 
 
 def register(commands) -> None:
@@ -41,10 +43,13 @@ def handle(args) -> int:
     spool_dir = None if args.no_spool else (args.spool_dir or Path.home() / ".cache" / "reveal" / "spool" / settings.host)
     log.info("agent: %s; broker %s; spool %s", settings, args.bootstrap, spool_dir or "off")
     security = kafka_security(args)
-    ensure_topics({"bootstrap.servers": args.bootstrap, **security.client_config()}, TopicNames(args.topic_prefix))
-    publisher = KafkaFramePublisher(args.bootstrap, extra_config=security.client_config(),
-                                    topics=TopicNames(args.topic_prefix), spool_dir=spool_dir,
-                                    spool_max_bytes=args.spool_max_mb << 20)
+    admin = {"bootstrap.servers": args.bootstrap, "log_level": 0, **security.client_config()}
+    topics = TopicNames(args.topic_prefix)
+    reachable = _topics_ready(admin, topics, spool_dir)
+    publisher = KafkaFramePublisher(args.bootstrap, extra_config=security.client_config(), topics=topics,
+                                    spool_dir=spool_dir, spool_max_bytes=args.spool_max_mb << 20,
+                                    start_spooling=not reachable,
+                                    before_replay=None if reachable else lambda: ensure_topics(admin, topics))
     recording = RecordingWriter(args.record) if args.record else None
     agent = Agent(settings, FanOutSink(publisher, recording) if recording else publisher)
     try:
@@ -57,3 +62,17 @@ def handle(args) -> int:
     log.info("agent stopped: %d frames sampled, %d delivered, %d failed, %d undelivered, %d ticks skipped",
              stats.ticks, publisher.stats.delivered, publisher.stats.failed, undelivered, stats.skipped)
     return 1 if undelivered or publisher.stats.failed else 0
+
+
+def _topics_ready(admin: dict, topics: TopicNames, spool_dir: Path | None) -> bool:
+    """Create the topics if the broker answers within START_WAIT_S; when it does not, an agent with a spool samples
+    anyway (its frames wait in the spool, the topics are made when the broker first answers) and one without fails."""
+    try:
+        ensure_topics(admin, topics, timeout_s=START_WAIT_S)
+    except BrokerUnavailable as error:
+        if spool_dir is None:
+            raise
+        log.warning("Kafka at %s did not answer within %.0f s: sampling goes on, frames wait in the spool %s and "
+                    "are sent in order once it answers", admin["bootstrap.servers"], START_WAIT_S, spool_dir)
+        return False
+    return True

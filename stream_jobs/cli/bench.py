@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from producers.agent_bench import GOALS, bench_agent
-from stream_jobs.cli.options import positive_seconds
+from stream_jobs.cli.options import positive_count, positive_seconds
 
 
 def register(commands) -> None:
@@ -13,14 +13,16 @@ def register(commands) -> None:
     agent = benches.add_parser(
         "agent", help="the agent's CPU, jitter and bytes per channel-sample on this host",
         description="Sample this host for real at --interval for --duration seconds, publishing to the broker, "
-                    "and print: channels, agent CPU as %% of one core (the whole process, Kafka client threads included, and the "
+                    "and print: channels, agent CPU as % of one core (the whole process, Kafka client threads included, and the "
                     "sampling thread alone), µs of CPU per channel-sample, tick jitter "
                     "p50/p99, bytes per channel-sample on the wire (Kafka, after compression, measured by the "
                     "client's statistics) and at rest (ClickHouse frames table after its codecs, measured in "
                     "system.parts_columns), the CPU per read of each source, and the kernel's floor: the CPU that "
                     "reading the same files bare on the same schedule costs, which no parser can remove.")
-    agent.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S")
-    agent.add_argument("--duration", type=positive_seconds, default=30.0, metavar="S")
+    agent.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
+                       help="sampling interval in seconds (default: 0.1)")
+    agent.add_argument("--duration", type=positive_seconds, default=30.0, metavar="S",
+                       help="seconds to sample (default: 30)")
     agent.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
                        help="Kafka broker to publish to (default: 127.0.0.1:9092; infra/kafka/start.sh)")
     agent.set_defaults(handler=handle_agent)
@@ -30,8 +32,10 @@ def register(commands) -> None:
                     "time one window through signals and derived metrics, features, the channel watch, each "
                     "detector and attribution, and report windows per second per core and memory per tracked host "
                     "(as warmed, and with the channel watch's history full).")
-    engine.add_argument("--hosts", type=int, default=4, metavar="N")
-    engine.add_argument("--channels", type=int, default=700, metavar="C")
+    engine.add_argument("--hosts", type=positive_count, default=4, metavar="N",
+                        help="synthetic hosts tracked at once (default: 4)")
+    engine.add_argument("--channels", type=positive_count, default=700, metavar="C",
+                        help="channels per host (default: 700)")
     engine.set_defaults(handler=handle_engine)
     pipeline = benches.add_parser(
         "pipeline",
@@ -50,17 +54,21 @@ def register(commands) -> None:
                     "against its first, and the same for the floor, which merges' transient peaks do not move; run "
                     "a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
                     "(after compression) and in ClickHouse (the frames table's compressed parts).")
-    pipeline.add_argument("--hosts", type=int, default=10, metavar="N")
-    pipeline.add_argument("--channels", type=int, default=700, metavar="C")
-    pipeline.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S")
-    pipeline.add_argument("--duration", type=positive_seconds, default=60.0, metavar="S")
-    pipeline.add_argument("--workers", type=int, default=1, metavar="K",
+    pipeline.add_argument("--hosts", type=positive_count, default=10, metavar="N",
+                          help="synthetic hosts replayed (default: 10)")
+    pipeline.add_argument("--channels", type=positive_count, default=700, metavar="C",
+                          help="channels per host (default: 700)")
+    pipeline.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
+                          help="each host's sampling interval in seconds (default: 0.1)")
+    pipeline.add_argument("--duration", type=positive_seconds, default=60.0, metavar="S",
+                          help="seconds of replay (default: 60)")
+    pipeline.add_argument("--workers", type=positive_count, default=1, metavar="K",
                           help="workers in one consumer group (default: 1)")
     pipeline.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
                           help="Kafka broker (default: 127.0.0.1:9092; infra/kafka/start.sh)")
     pipeline.add_argument("--profile", default="", metavar="FILE",
                           help="sample the first worker with py-spy over the steady part, write its collapsed stacks "
-                               "to FILE and print where its time goes (needs py-spy and ptrace rights)")
+                               "to FILE and print where its time goes (needs py-spy and ptrace rights; default: no profile)")
     pipeline.set_defaults(handler=handle_pipeline)
     faults = benches.add_parser(
         "host-faults", help="reveal run on this host against a CPU burner, a dd write burst and a 2 GiB allocation, "

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from stream_jobs.cli.options import positive_seconds
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.cli.options import add_engine_options, engine_settings, existing_file, windows_output
 from stream_jobs.offline.agreement import compare_runs
 from stream_jobs.offline.output import write_windows
 from stream_jobs.offline.runner import detect
@@ -21,27 +20,23 @@ def register(commands) -> None:
                     "per host-window. Input: a 'timestamp' column (epoch seconds/ms/ns or ISO-8601), an optional "
                     "'host' column, one numeric column per metric (gauges; a column that only ever rises, resets "
                     "aside, is read as a raw counter and judged by its rate); or an Avro recording from 'reveal "
-                    "collect'. Without --baseline the run is its own baseline (paper §4.3).")
-    parser.add_argument("--input", required=True, metavar="FILE", help="the recording to analyse")
-    parser.add_argument("--baseline", metavar="FILE", help="a clean recording with the same columns to learn from")
-    parser.add_argument("--window", type=positive_seconds, default=3.0, metavar="S", help="window length (default 3s)")
-    parser.add_argument("--stride", type=positive_seconds, default=1.0, metavar="S", help="window stride (default 1s)")
-    parser.add_argument("--output", default="-", metavar="FILE",
-                        help="CSV, or JSON lines when the name ends in .jsonl (default: CSV on standard output)")
-    parser.add_argument("--paper-thresholds", action="store_true",
-                        help="flag each detector's top 1%% of windows, as the paper does, instead of thresholds "
-                             "calibrated on the baseline")
-    parser.add_argument("--selection-threshold", type=float, default=0.5, metavar="R",
-                        help="prune channels correlated above |r| = R on the baseline (default 0.5; 0 keeps all)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the Isolation Forest (default: 0)")
+                    "collect'. Without --baseline the run is its own baseline (paper §4.3); either way every window of the "
+                    "baseline is learned, so there is no warm-up to set.")
+    parser.add_argument("--input", type=existing_file, required=True, metavar="FILE", help="the recording to analyse")
+    parser.add_argument("--baseline", type=existing_file, metavar="FILE",
+                        help="a clean recording with the same columns to learn from (default: the input itself)")
+    parser.add_argument("--output", type=windows_output, default="-", metavar="FILE",
+                        help="where the windows go: a .csv file, a .jsonl file (JSON lines), or - for CSV on standard "
+                             "output (default: -)")
+    add_engine_options(parser, warmup_windows=None)
     parser.set_defaults(handler=handle)
 
     compare = commands.add_parser(
         "compare-windows", help="agreement between two runs' anomaly windows (IoU, hit rates; paper §5.5)",
         description="Merge each run's flagged windows into intervals per host and print the length-based IoU and "
                     "the hit rates by count and by length, both ways, per host and overall.")
-    compare.add_argument("run_a", metavar="A", help="output of reveal detect (CSV or .jsonl)")
-    compare.add_argument("run_b", metavar="B", help="output of reveal detect (CSV or .jsonl)")
+    compare.add_argument("run_a", type=existing_file, metavar="A", help="output of reveal detect (CSV or .jsonl)")
+    compare.add_argument("run_b", type=existing_file, metavar="B", help="output of reveal detect (CSV or .jsonl)")
     compare.add_argument("--json", action="store_true", help="print the figures as JSON")
     compare.set_defaults(handler=handle_compare)
 
@@ -49,9 +44,7 @@ def register(commands) -> None:
 def handle(args) -> int:
     from stream_jobs.cli import CommandError
 
-    settings = EngineSettings(window_s=args.window, stride_s=args.stride,
-                              mode="paper" if args.paper_thresholds else "calibrated",
-                              selection_threshold=args.selection_threshold or None, seed=args.seed)
+    settings = engine_settings(args)
     try:
         table = load_table(args.input)
         baseline = load_table(args.baseline) if args.baseline else None
@@ -67,12 +60,24 @@ def handle(args) -> int:
 
 
 def handle_compare(args) -> int:
-    figures = compare_runs(args.run_a, args.run_b)
+    from stream_jobs.cli import CommandError
+
+    try:
+        figures = compare_runs(args.run_a, args.run_b)
+    except (TableError, KeyError, ValueError) as error:
+        raise CommandError(f"cannot read the window files: {error}") from None
+    only_a, only_b = figures["hosts_only_in_a"], figures["hosts_only_in_b"]
+    if not set(figures["hosts"]) - set(only_a) - set(only_b):
+        raise CommandError(f"{args.run_a} and {args.run_b} share no host (A: {', '.join(only_a) or 'none'}; B: "
+                           f"{', '.join(only_b) or 'none'}), so there is nothing to compare")
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
     print(f"{'host':24s} {'IoU':>6s} {'hit A→B':>8s} {'hit B→A':>8s} {'len A→B':>8s} {'len B→A':>8s}")
-    for host, m in [*figures["hosts"].items(), ("overall", figures["overall"])]:
+    for host in only_a + only_b:
+        print(f"{host:24s} only in {'A' if host in only_a else 'B'}: not compared")
+    shared = [(h, m) for h, m in figures["hosts"].items() if h not in only_a and h not in only_b]
+    for host, m in [*shared, ("overall", figures["overall"])]:
         print(f"{host:24s} {m['iou']:6.2f} {m['hit_by_count_a_to_b']:8.2f} {m['hit_by_count_b_to_a']:8.2f} "
               f"{m['hit_by_length_a_to_b']:8.2f} {m['hit_by_length_b_to_a']:8.2f}")
     return 0

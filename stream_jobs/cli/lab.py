@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from stream_jobs.cli.options import positive_count
 from stream_jobs.lab.scenario import SUITES_DIR, Scenario, load_scenario, suite_scenarios
 
 def register(commands) -> None:
@@ -55,7 +56,7 @@ def register(commands) -> None:
                     "(a run's first, live scoring is kept as RUN/scores-live.json) and the set's scores.json; print "
                     "the tables. A RUN may also be a folder of runs (a suite's --out). Nothing else is changed.")
     rescore.add_argument("runs", nargs="+", metavar="RUN", help="a run directory, or a folder of them")
-    rescore.add_argument("--jobs", type=_positive_int, default=0, metavar="N",
+    rescore.add_argument("--jobs", type=positive_count, default=0, metavar="N",
                          help="replays run at once, one per run and threshold mode (default: one per CPU core)")
     rescore.add_argument("--out", default=None, metavar="DIR",
                          help="where the set's scores.json goes (default: the runs' common folder)")
@@ -224,18 +225,8 @@ def _common_folder(run_dirs: list[Path]) -> Path:
     return Path(os.path.commonpath([str(run_dir.resolve().parent) for run_dir in run_dirs]))
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
 def _cpu_shares(text: str) -> int:
-    value = _positive_int(text)
+    value = positive_count(text)
     if not 2 <= value <= 262144:
         raise argparse.ArgumentTypeError(f"{text} is outside cgroup cpu.shares' 2–262144")
     return value

@@ -12,20 +12,112 @@ from producers.sources import SOURCE_GROUPS, validate_groups
 from schemas.kafka_security import PROTOCOLS, SASL_MECHANISMS, KafkaSecurity
 
 DEFAULT_DATA_DIR = "./reveal-data"
+DEFAULT_LISTEN = ("127.0.0.1", 9931)
+MIN_WARMUP_WINDOWS = 10
+DEFAULT_FRAME_RETENTION_S = 86400.0
+DEFAULT_WINDOW_RETENTION_S = 90 * 86400.0
+DSN_HELP = ("chdb:///path (embedded) or http(s)://[user@]host:port; the password can come from the environment "
+            "variable REVEAL_CLICKHOUSE_PASSWORD instead of the DSN")
 
 
 def positive_seconds(text: str) -> float:
-    """A duration in seconds: '20', '2.5', '90s', '5m' or '1h'."""
-    units = {"s": 1, "m": 60, "h": 3600}
+    """A duration in seconds: '20', '2.5', '90s', '5m', '1h' or '7d'."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
     scale = units.get(text[-1:].lower(), 1)
     number = text[:-1] if text[-1:].lower() in units else text
     try:
         value = float(number) * scale
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 20, 2.5, 90s, 5m, 1h)") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 20, 2.5, 90s, 5m, 1h, 7d)") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be more than zero")
     return value
+
+
+def positive_count(text: str) -> int:
+    """A whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def probability(text: str) -> float:
+    """A chance strictly between 0 and 1, e.g. 1e-4."""
+    value = _number(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie strictly between 0 and 1, e.g. 1e-4")
+    return value
+
+
+def correlation(text: str) -> float:
+    """A correlation magnitude from 0 to 1."""
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie from 0 to 1")
+    return value
+
+
+def warmup_count(text: str) -> int:
+    value = positive_count(text)
+    if value < MIN_WARMUP_WINDOWS:
+        raise argparse.ArgumentTypeError(f"{text!r} is too few: a baseline needs at least {MIN_WARMUP_WINDOWS} windows")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value != value:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number")
+    return value
+
+
+def existing_folder(text: str) -> str:
+    """A folder that exists, e.g. a /proc or /sys root."""
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a folder")
+    return text
+
+
+def proc_root(text: str) -> str:
+    """A proc filesystem root: a folder with a 'stat' file in it."""
+    existing_folder(text)
+    if not os.path.isfile(os.path.join(text, "stat")):
+        raise argparse.ArgumentTypeError(f"{text!r} holds no 'stat' file, so it is not a proc filesystem")
+    return text
+
+
+def existing_file(text: str) -> str:
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: no such file")
+    return text
+
+
+def windows_output(text: str) -> str:
+    """'-' (standard output), or a .csv or .jsonl file in a folder that exists."""
+    if text == "-":
+        return text
+    if not text.endswith((".csv", ".jsonl")):
+        raise argparse.ArgumentTypeError(f"{text!r}: the name must end in .csv or .jsonl (or be - for standard output)")
+    folder = os.path.dirname(text) or "."
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{text!r}: folder {folder!r} does not exist")
+    return text
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """HOST:PORT to listen on, e.g. 127.0.0.1:9931 or 0.0.0.0:0 (port 0: any free port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} must look like HOST:PORT with a port from 0 to 65535, "
+                                         "e.g. 127.0.0.1:9931")
+    return host.strip("[]"), int(port)
 
 
 def settle_seconds(text: str) -> float:
@@ -60,8 +152,10 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", default="default", help="cluster name to report (default: default)")
     parser.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
                         help="sampling interval in seconds (default: 0.1)")
-    parser.add_argument("--procfs", default="/proc", help="root of the proc filesystem to read (default: /proc)")
-    parser.add_argument("--sysfs", default="/sys", help="root of the sys filesystem to read (default: /sys)")
+    parser.add_argument("--procfs", type=proc_root, default="/proc",
+                        help="root of the proc filesystem to read (default: /proc)")
+    parser.add_argument("--sysfs", type=existing_folder, default="/sys",
+                        help="root of the sys filesystem to read (default: /sys)")
     parser.add_argument("--cgroup-parent", default="", metavar="PATH",
                         help="cgroup whose children are reported as containers, relative to /sys/fs/cgroup, e.g. "
                              "system.slice or kubepods.slice/kubepods-burstable.slice (default: the root)")
@@ -102,16 +196,26 @@ def add_kafka_options(parser: argparse.ArgumentParser) -> None:
                           help=f"one of {', '.join(PROTOCOLS)} (default: PLAINTEXT)")
     security.add_argument("--kafka-sasl-mechanism", default="", choices=("", *SASL_MECHANISMS), metavar="MECHANISM",
                           help=f"one of {', '.join(SASL_MECHANISMS)} (default: PLAIN)")
-    security.add_argument("--kafka-sasl-username", default="", metavar="USER")
-    security.add_argument("--kafka-ssl-ca", default="", metavar="FILE", help="CA certificate(s), PEM")
-    security.add_argument("--kafka-ssl-cert", default="", metavar="FILE", help="client certificate, PEM")
-    security.add_argument("--kafka-ssl-key", default="", metavar="FILE", help="client private key, PEM")
+    security.add_argument("--kafka-sasl-username", default="", metavar="USER",
+                          help="SASL user name (default: none)")
+    security.add_argument("--kafka-ssl-ca", default="", metavar="FILE",
+                          help="CA certificate(s), PEM (default: the system's)")
+    security.add_argument("--kafka-ssl-cert", default="", metavar="FILE",
+                          help="client certificate, PEM (default: none)")
+    security.add_argument("--kafka-ssl-key", default="", metavar="FILE", help="client private key, PEM (default: none)")
 
 
 def clickhouse_dsn(dsn: str) -> str:
-    """A ClickHouse DSN, its password taken from REVEAL_CLICKHOUSE_PASSWORD when the DSN carries none."""
+    """A ClickHouse DSN (chdb:///path or http(s)://host:port), its password taken from REVEAL_CLICKHOUSE_PASSWORD
+    when the DSN carries none; a DSN of another form is refused before any work is done."""
+    from urllib.parse import urlparse
+
     from sinks.clickhouse import with_password
 
+    parsed = urlparse(dsn)
+    if parsed.scheme not in ("chdb", "http", "https") or not (parsed.path if parsed.scheme == "chdb"
+                                                               else parsed.hostname):
+        raise ValueError(f"--clickhouse {dsn!r}: expected chdb:///path or http(s)://[user[:password]@]host:port")
     return with_password(dsn, os.environ.get("REVEAL_CLICKHOUSE_PASSWORD"))
 
 
@@ -123,20 +227,38 @@ def kafka_security(args):
         ssl_key=args.kafka_ssl_key)
 
 
-def add_engine_options(parser: argparse.ArgumentParser) -> None:
+def add_retention_options(parser: argparse.ArgumentParser) -> None:
+    """How long stored frames and windows are kept."""
+    parser.add_argument("--retention", type=positive_seconds, default=DEFAULT_FRAME_RETENTION_S, metavar="DURATION",
+                        help="keep raw frames this long after they are stored, e.g. 6h or 7d; about 0.5 GB per "
+                             "host-hour at 700 channels (default: 1d)")
+    parser.add_argument("--window-retention", type=positive_seconds, default=DEFAULT_WINDOW_RETENTION_S,
+                        metavar="DURATION", help="keep window scores this long after they are stored (default: 90d)")
+
+
+def apply_retention(writer, args) -> None:
+    writer.keep_for("frames", args.retention)
+    writer.keep_for("windows", args.window_retention)
+
+
+def add_engine_options(parser: argparse.ArgumentParser, warmup_windows: int | None = 30) -> None:
+    """How windows are cut and scored: the same options wherever the engine runs (offline detection learns the
+    whole baseline, so it has no warm-up to set: warmup_windows None)."""
     parser.add_argument("--window", type=positive_seconds, default=3.0, metavar="S",
                         help="window length in seconds (default: 3)")
     parser.add_argument("--stride", type=positive_seconds, default=1.0, metavar="S",
                         help="seconds between window starts (default: 1)")
-    parser.add_argument("--warmup-windows", type=int, default=30, metavar="N",
-                        help="windows learned as the baseline before scoring starts (default: 30)")
+    if warmup_windows is not None:
+        parser.add_argument("--warmup-windows", type=warmup_count, default=warmup_windows, metavar="N",
+                            help=f"windows learned as the baseline before scoring starts, at least "
+                                 f"{MIN_WARMUP_WINDOWS} (default: {warmup_windows})")
     parser.add_argument("--paper-thresholds", action="store_true",
                         help="flag each detector's top 1%% of windows, as the paper does, instead of thresholds "
                              "calibrated on the baseline (about 36 flagged windows per host-hour on a clean run)")
-    parser.add_argument("--risk", type=float, default=1e-4, metavar="P",
+    parser.add_argument("--risk", type=probability, default=1e-4, metavar="P",
                         help="calibrated thresholds: chance that a clean window crosses a detector's threshold "
                              "(default: 1e-4, about one per detector every 3 hours at a 1 s stride)")
-    parser.add_argument("--selection-threshold", type=float, default=0.5, metavar="R",
+    parser.add_argument("--selection-threshold", type=correlation, default=0.5, metavar="R",
                         help="prune channels correlated above |r| = R on the baseline (paper §4.1; default 0.5); "
                              "0 keeps every channel")
     parser.add_argument("--seed", type=int, default=0, help="seed of the Isolation Forest (default: 0)")
@@ -161,6 +283,6 @@ def engine_settings(args, interval_s: float = 0.1):
     """The frozen EngineSettings for parsed engine options."""
     from stream_jobs.engine.host_pipeline import EngineSettings
 
-    return EngineSettings(window_s=args.window, stride_s=args.stride, interval_s=interval_s,
-                          warmup_windows=args.warmup_windows, mode="paper" if args.paper_thresholds else "calibrated",
+    warmup = {"warmup_windows": args.warmup_windows} if hasattr(args, "warmup_windows") else {}
+    return EngineSettings(window_s=args.window, stride_s=args.stride, interval_s=interval_s, **warmup, mode="paper" if args.paper_thresholds else "calibrated",
                           risk=args.risk, seed=args.seed, selection_threshold=args.selection_threshold or None)

@@ -7,8 +7,9 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sinks.clickhouse import ClickHouseWriter, data_dir_dsn, describe_dsn
-from stream_jobs.cli.options import clickhouse_dsn
+from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn, describe_dsn
+from stream_jobs.cli.options import DSN_HELP, clickhouse_dsn
+from stream_jobs.live.client import RunQueries, running_service
 from stream_jobs.report.contents import gather
 from stream_jobs.report.data import ReportStore, Scope
 from stream_jobs.report.page import render_report
@@ -23,7 +24,7 @@ def register(commands) -> None:
                     "comparison, the incidents, and for lab runs the ground truth and scores.")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--run", metavar="DIR", help="a lab run folder (its chDB data is in DIR/clickhouse)")
-    source.add_argument("--clickhouse", metavar="DSN", help="chdb:///path or http(s)://user:password@host:port")
+    source.add_argument("--clickhouse", metavar="DSN", help=DSN_HELP)
     source.add_argument("--data-dir", metavar="DIR", help="embedded data folder, as given to reveal run")
     parser.add_argument("--database", default="reveal", metavar="NAME", help="database (default: reveal)")
     parser.add_argument("--since", type=iso_time, metavar="ISO-TIME",
@@ -61,16 +62,43 @@ def source_dsn(args) -> str:
 
 
 def handle(args) -> int:
-    dsn = source_dsn(args)
-    store = ReportStore(ClickHouseWriter(dsn, args.database), args.database,
-                        Scope(since_ns=args.since or 0, hosts=tuple(args.host)))
-    _progress(f"reading {describe_dsn(dsn)}, database {args.database}")
-    page = render_report(gather(store, describe_dsn(dsn), _progress))
+    folder = args.run or args.data_dir
+    url = running_service(folder) if folder else None
+    if url is not None:
+        source, queries = f"the running reveal run at {url}", RunQueries(url)
+    else:
+        dsn = source_dsn(args)
+        source, queries = describe_dsn(dsn), _reader(dsn, args.database)
+    _refuse_unknown_hosts(ReportStore(queries, args.database), args.host)
+    store = ReportStore(queries, args.database, Scope(since_ns=args.since or 0, hosts=tuple(args.host)))
+    _progress(f"reading {source}, database {args.database}")
+    page = render_report(gather(store, source, _progress))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     print(f"report written to {out} ({out.stat().st_size / 1024:,.0f} KiB)")
     return 0
+
+
+def _refuse_unknown_hosts(store: ReportStore, wanted: list[str]) -> None:
+    from stream_jobs.cli import CommandError
+
+    if not wanted:
+        return
+    known = store.hosts()
+    unknown = [host for host in wanted if host not in known]
+    if unknown:
+        raise CommandError(f"--host {unknown[0]!r}: no such host in the stored data; hosts: "
+                           f"{', '.join(known) or 'none'}")
+
+
+def _reader(dsn: str, database: str) -> ClickHouseReader:
+    from stream_jobs.cli import CommandError
+
+    try:
+        return ClickHouseReader(dsn, database)
+    except StorageError as error:
+        raise CommandError(str(error)) from None
 
 
 def _progress(line: str) -> None:

@@ -2,48 +2,105 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
+import os
 import sys
+import textwrap
+from pathlib import Path
 
-from sinks.clickhouse import ClickHouseWriter, StorageError, data_dir_dsn
-from stream_jobs.cli.options import DEFAULT_DATA_DIR, clickhouse_dsn
+from sinks.clickhouse import (CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS, ClickHouseReader, StorageError,
+                              data_dir_dsn)
+from stream_jobs.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn
+from stream_jobs.live.client import RunQueries, running_service
 
 
 def register(commands) -> None:
     parser = commands.add_parser(
-        "sql", help="query the stored frames, windows, anomalies and alerts",
-        description="Run one SQL query in the 'reveal' database (tables: frames, catalogs, windows, anomalies, "
-                    "alerts) and print the rows. Values are bound as parameters: write {name:Type} in the query "
-                    "and pass --param name=value.")
+        "sql", help="query the stored frames, windows, anomalies and incidents",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill(
+            "Run one SQL query in the 'reveal' database and print the rows. Values are bound as parameters: write "
+            "{name:Type} in the query and pass --param name=value. The query only reads unless --write is given. A "
+            "data folder that a reveal run is writing is queried through that run.", 100),
+        epilog=tables_epilog())
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--clickhouse", metavar="DSN", help="chdb:///path or http(s)://host:port")
+    target.add_argument("--clickhouse", metavar="DSN", help=DSN_HELP)
     target.add_argument("--data-dir", metavar="DIR", help=f"embedded data folder (default: {DEFAULT_DATA_DIR})")
     parser.add_argument("--database", default="reveal", help="database (default: reveal)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                         help="a query parameter, repeatable")
+    parser.add_argument("--write", action="store_true",
+                        help="allow statements that change data (INSERT, ALTER, DROP, CREATE); without it the query "
+                             "runs read-only")
     parser.add_argument("--format", choices=("table", "tsv", "jsonl"), default="table",
                         help="table for people, tsv or jsonl (one JSON object per row) for scripts (default: table)")
     parser.add_argument("query", help='for example "SELECT host, count() FROM windows GROUP BY host"')
     parser.set_defaults(handler=handle)
 
 
+def tables_epilog() -> str:
+    """The tables and what each holds, as `reveal sql --help` prints them."""
+    lines = ["tables (and their columns):"]
+    for name, text in TABLE_DESCRIPTIONS.items():
+        lines.append(textwrap.fill(text, 100, initial_indent=f"  {name:<16}", subsequent_indent=" " * 18))
+        lines.append(textwrap.fill(", ".join(COLUMNS[name]), 100, initial_indent=" " * 18 + "(",
+                                   subsequent_indent=" " * 19) + ")")
+    return "\n".join(lines + ["", "one channel: " + CHANNEL_EXAMPLE])
+
+
 def handle(args) -> int:
     from stream_jobs.cli import CommandError
 
-    dsn = clickhouse_dsn(args.clickhouse) if args.clickhouse else data_dir_dsn(args.data_dir or DEFAULT_DATA_DIR)
     parameters = {}
     for item in args.param:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise CommandError(f"--param {item!r} must look like NAME=VALUE")
         parameters[name] = value
+    reader = open_reader(args)
     try:
-        writer = ClickHouseWriter(dsn, args.database)
-        columns, rows = writer.query(args.query, parameters or None)
+        columns, rows = reader.query(args.query, parameters or None)
+    except StorageError as error:
+        raise CommandError(_explained(str(error))) from None
+    finally:
+        reader.close()
+    try:
+        PRINTERS[args.format](columns, rows, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the reader left: nothing more to say
+    return 0
+
+
+def open_reader(args):
+    """The running reveal run that holds --data-dir, or the stored database itself (read-only unless --write)."""
+    from stream_jobs.cli import CommandError
+
+    if args.clickhouse:
+        dsn = clickhouse_dsn(args.clickhouse)
+    else:
+        folder = args.data_dir or DEFAULT_DATA_DIR
+        url = running_service(folder)
+        if url is not None and args.write:
+            raise CommandError(f"--write: {folder} is being written by a running reveal run ({url}/); it answers "
+                               "read-only queries only")
+        if url is not None:
+            return RunQueries(url)
+        if not (Path(folder) / "clickhouse").is_dir():
+            raise CommandError(f"--data-dir {folder}: no Reveal data there (no clickhouse/ folder); "
+                               "reveal run --data-dir DIR stores some")
+        dsn = data_dir_dsn(folder)
+    try:
+        return ClickHouseReader(dsn, args.database, writable=args.write)
     except StorageError as error:
         raise CommandError(str(error)) from None
-    PRINTERS[args.format](columns, rows, sys.stdout)
-    return 0
+
+
+def _explained(error: str) -> str:
+    first = error.splitlines()[0] if error else error
+    return f"{first} (reveal sql only reads unless given --write)" if "only reads are allowed" in first else first
 
 
 def print_table(columns, rows, out) -> None:
@@ -71,8 +128,17 @@ def print_tsv(columns, rows, out) -> None:
 
 
 def print_jsonl(columns, rows, out) -> None:
+    """One JSON object per row; NaN and infinities are null (JSON has no such numbers)."""
     for row in rows:
-        print(json.dumps(dict(zip(columns, row)), default=str), file=out)
+        print(json.dumps({c: _json_value(v) for c, v in zip(columns, row)}, default=str, allow_nan=False), file=out)
+
+
+def _json_value(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return value
 
 
 PRINTERS = {"table": print_table, "tsv": print_tsv, "jsonl": print_jsonl}

@@ -13,8 +13,9 @@ import time
 import faust
 
 from schemas.topics import TopicNames, ensure_topics
-from stream_jobs.cli.options import (add_engine_options, add_kafka_options, clickhouse_dsn, engine_settings,
-                                     kafka_security, positive_seconds)
+from stream_jobs.cli.options import (DSN_HELP, add_engine_options, add_kafka_options, add_retention_options,
+                                     apply_retention, clickhouse_dsn, engine_settings, kafka_security,
+                                     positive_seconds)
 from stream_jobs.catalog_preload import read_catalogs
 from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
 
@@ -32,7 +33,7 @@ def register(commands) -> None:
                     "them, since the run is over.")
     add_kafka_options(parser)
     parser.add_argument("--clickhouse", required=True, metavar="DSN",
-                        help="chdb:///path for the embedded engine, or http(s)://user:password@host:port")
+                        help=DSN_HELP)
     parser.add_argument("--database", default="reveal", help="ClickHouse database (default: reveal)")
     parser.add_argument("--group", default="reveal-worker",
                         help="consumer group and Faust app id; workers sharing it split the hosts (default: "
@@ -48,6 +49,7 @@ def register(commands) -> None:
                         help="longest wait between attempts while ClickHouse refuses inserts; waits start at 0.5 s "
                              "and double (default: 30)")
     add_engine_options(parser)
+    add_retention_options(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -60,6 +62,7 @@ def handle(args) -> int:
     client_config = {"bootstrap.servers": args.bootstrap, **settings.security.client_config()}
     ensure_topics(client_config, TopicNames(args.topic_prefix))
     shell = WorkerShell(settings)
+    shell.storage_thread.submit(apply_retention, shell.writer, args).result()
     catalogs = read_catalogs(args.bootstrap, settings.topics.catalog, client_config=client_config)
     for catalog in catalogs:
         shell.stage.on_catalog(catalog)

@@ -20,7 +20,7 @@ def test_embedded_run_stores_windows_that_sql_can_count(tmp_path):
     data_dir = str(tmp_path / "data")
     run = reveal("run", "--duration", "20", "--data-dir", data_dir, "--warmup-windows", "10")
     assert run.returncode == 0, run.stderr[-2000:]
-    assert "learning baseline" in run.stdout and "severity" in run.stdout
+    assert "learning baseline" in run.stdout and "score" in run.stdout and "live page: http://127.0.0.1:" in run.stdout
     counted = reveal("sql", "--data-dir", data_dir, "--format", "tsv", "SELECT count() FROM windows")
     assert counted.returncode == 0, counted.stderr
     assert int(counted.stdout.splitlines()[1]) >= 14

@@ -1,0 +1,140 @@
+"""What the live page shows, kept up to date by the embedded runner: per host, the latest detector scores against
+their thresholds, the learning state and its reason, open and recent incidents, and the traces of the channels the
+latest findings name."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from schemas.records import Alert, Anomaly, Catalog, Frame
+
+SCORES_KEPT = 180
+TRACE_FRAMES_KEPT = 600
+RECENT_INCIDENTS_KEPT = 10
+TRACED_CHANNELS = 4
+
+
+@dataclass
+class _HostView:
+    """One host's part of the page."""
+
+    cluster: str = ""
+    names: tuple[str, ...] = ()
+    subsystems: tuple[str, ...] = ()
+    catalog_version: int | None = None
+    catalog_changes: int = 0
+    windows: int = 0
+    anomalies: int = 0
+    learning: bool = True
+    learning_reason: str = "learning this host's first baseline"
+    scores: deque = field(default_factory=lambda: deque(maxlen=SCORES_KEPT))
+    incidents: dict[str, dict] = field(default_factory=dict)
+    closed: deque = field(default_factory=lambda: deque(maxlen=RECENT_INCIDENTS_KEPT))
+    latest_anomaly: dict | None = None
+    implicated: list[str] = field(default_factory=list)
+    frames: deque = field(default_factory=lambda: deque(maxlen=TRACE_FRAMES_KEPT))
+
+
+class LiveState:
+    """Thread-safe: the runner feeds it, the page's server reads `snapshot()`."""
+
+    def __init__(self, warmup_windows: int):
+        self.warmup_windows = warmup_windows
+        self._hosts: dict[str, _HostView] = {}
+        self._lock = threading.Lock()
+
+    def on_catalog(self, catalog: Catalog) -> None:
+        with self._lock:
+            view = self._hosts.setdefault(catalog.host, _HostView())
+            if view.catalog_version is not None and view.catalog_version != catalog.version:
+                view.catalog_changes += 1
+            view.cluster, view.catalog_version = catalog.cluster, catalog.version
+            view.names = tuple(c.name for c in catalog.channels)
+            view.subsystems = tuple(c.subsystem for c in catalog.channels)
+            view.frames.clear()
+
+    def on_frame(self, frame: Frame) -> None:
+        with self._lock:
+            view = self._hosts.get(frame.host)
+            if view is not None and frame.catalog_version == view.catalog_version:
+                view.frames.append((frame.timestamp_ns, frame.values))
+
+    def on_window(self, host: str, verdict) -> None:
+        """One window's verdict (a WindowVerdict) for the host."""
+        with self._lock:
+            view = self._hosts.setdefault(host, _HostView())
+            view.windows += 1
+            if verdict.baseline_changed and view.windows > 1:
+                view.learning_reason = "relearning its baseline after the channel catalog changed"
+            view.learning = not verdict.baseline_ready
+            view.scores.append({"end_ns": verdict.end_ns, "score": _finite(verdict.score),
+                                "threshold": _finite(verdict.threshold), "anomalous": bool(verdict.anomalous),
+                                "detectors": {name: {"score": _finite(verdict.detector_scores.get(name)),
+                                                     "threshold": _finite(verdict.detector_thresholds.get(name))}
+                                              for name in sorted(verdict.detector_scores)}})
+
+    def on_anomaly(self, anomaly: Anomaly) -> None:
+        with self._lock:
+            view = self._hosts.setdefault(anomaly.host, _HostView())
+            view.anomalies += 1
+            view.latest_anomaly = {"end_ns": anomaly.window_end_ns, "subsystem": anomaly.subsystem,
+                                   "claim": anomaly.claim, "explanation": anomaly.explanation, "hint": anomaly.hint,
+                                   "evidence": [{"channel": e.channel, "feature": e.feature, "z": _finite(e.z)}
+                                                for e in anomaly.evidence]}
+            self._implicate(view, [e.channel for e in anomaly.evidence])
+
+    def on_alert(self, alert: Alert) -> None:
+        with self._lock:
+            view = self._hosts.setdefault(alert.host, _HostView())
+            record = {"id": alert.alert_id, "kind": alert.kind, "state": alert.state, "start_ns": alert.start_ns,
+                      "end_ns": alert.end_ns, "severity": _finite(alert.severity), "subsystem": alert.subsystem,
+                      "summary": alert.summary, "hint": alert.hint}
+            if alert.state == "closed":
+                view.incidents.pop(alert.alert_id, None)
+                view.closed.appendleft(record)
+            else:
+                view.incidents[alert.alert_id] = record
+                self._implicate(view, [name for name in view.names if name in alert.summary])
+
+    def snapshot(self) -> dict:
+        """Everything the page shows, as plain JSON-able values."""
+        with self._lock:
+            return {"warmup_windows": self.warmup_windows,
+                    "hosts": [self._host_snapshot(host, view) for host, view in sorted(self._hosts.items())]}
+
+    def _host_snapshot(self, host: str, view: _HostView) -> dict:
+        learning = (f"{view.learning_reason}: window {min(view.windows, self.warmup_windows)} of "
+                    f"{self.warmup_windows}, nothing is judged until it is learned" if view.learning else "")
+        return {"host": host, "cluster": view.cluster, "channels": len(view.names), "windows": view.windows,
+                "anomalies": view.anomalies, "catalog_changes": view.catalog_changes, "learning": learning,
+                "scores": list(view.scores), "open_incidents": list(view.incidents.values()),
+                "recent_incidents": list(view.closed), "latest_anomaly": view.latest_anomaly,
+                "traces": self._traces(view)}
+
+    @staticmethod
+    def _implicate(view: _HostView, channels: list[str]) -> None:
+        known = [c for c in dict.fromkeys(channels) if c in view.names]
+        view.implicated = (known + [c for c in view.implicated if c not in known])[:TRACED_CHANNELS]
+
+    @staticmethod
+    def _traces(view: _HostView) -> list[dict]:
+        if not view.frames:
+            return []
+        times = [t for t, _ in view.frames]
+        values = np.vstack([v for _, v in view.frames])
+        return [{"channel": name, "subsystem": view.subsystems[index], "t_ns": times,
+                 "values": [_finite(v) for v in values[:, index].tolist()]}
+                for name in view.implicated for index in [view.names.index(name)]]
+
+
+def _finite(value) -> float | None:
+    """A number for JSON: NaN, infinities and absent values become null."""
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None

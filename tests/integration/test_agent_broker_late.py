@@ -1,0 +1,43 @@
+"""`reveal agent` started while its broker is down: it samples from the start, spools, and delivers every frame in
+order once a broker comes up, with one log line for the outage rather than one per reconnect."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from schemas.records import decode_frame
+from schemas.topics import TopicNames
+from tests.integration.kafka_io import read_topic
+from tests.integration.own_broker import OwnBroker
+
+pytestmark = pytest.mark.integration
+
+
+def test_an_agent_started_before_its_broker_spools_from_the_first_frame_and_delivers_them_all(kafka_bootstrap,
+                                                                                             tmp_path):
+    broker = OwnBroker(tmp_path / "kafka", port=19093)
+    names = TopicNames("late-broker.")
+    agent = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "agent", "--bootstrap", broker.bootstrap,
+                              "--topic-prefix", names.prefix, "--spool-dir", str(tmp_path / "spool"), "--duration",
+                              "40", "--interval", "0.5", "--host", "late-host"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(12)
+        assert agent.poll() is None, agent.stderr.read()[-2000:]
+        assert any((tmp_path / "spool").iterdir()), "frames wait in the spool while no broker answers"
+        broker.start()
+        _, stderr = agent.communicate(timeout=150)
+        frames = [decode_frame(m.value()) for m in read_topic(broker.bootstrap, names.samples, 80, timeout_s=60)]
+    finally:
+        if agent.poll() is None:
+            agent.kill()
+        broker.stop()
+    assert agent.returncode == 0, stderr[-2000:]
+    complaints = [line for line in stderr.splitlines()
+                  if (" WARNING " in line or " ERROR " in line or "%" in line[:3]) and "producers.collectors" not in line]
+    assert "Traceback" not in stderr and len(complaints) == 1, "\n".join(complaints)
+    assert stderr.count("did not answer") == 1
+    sequences = [f.sequence for f in frames]
+    assert len(sequences) >= 75 and sequences == list(range(len(sequences)))
