@@ -101,7 +101,7 @@ function hostSection(host) {
   if (host.traces.length) {
     section.appendChild(el('h3', null, 'Most implicated channels (last minute)'));
     const traces = el('div', 'charts');
-    host.traces.forEach(t => traces.appendChild(chart(`${t.channel} [${t.subsystem}]`,
+    host.traces.forEach(t => traces.appendChild(chart(`${t.channel}${t.per ? ' ' + t.per : ''} [${t.subsystem}]`,
       [{values: t.values, color: '#6b46c1'}], 300, 70)));
     section.appendChild(traces);
   }

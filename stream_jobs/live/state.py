@@ -26,6 +26,7 @@ class _HostView:
     cluster: str = ""
     names: tuple[str, ...] = ()
     subsystems: tuple[str, ...] = ()
+    counters: tuple[bool, ...] = ()
     catalog_version: int | None = None
     catalog_changes: int = 0
     windows: int = 0
@@ -56,6 +57,7 @@ class LiveState:
             view.cluster, view.catalog_version = catalog.cluster, catalog.version
             view.names = tuple(c.name for c in catalog.channels)
             view.subsystems = tuple(c.subsystem for c in catalog.channels)
+            view.counters = tuple(c.kind == "counter" for c in catalog.channels)
             view.frames.clear()
 
     def on_frame(self, frame: Frame) -> None:
@@ -123,13 +125,22 @@ class LiveState:
 
     @staticmethod
     def _traces(view: _HostView) -> list[dict]:
-        if not view.frames:
+        """The implicated channels over the kept frames: gauges as read, counters as per-second rates."""
+        if len(view.frames) < 2:
             return []
-        times = [t for t, _ in view.frames]
+        times = np.array([t for t, _ in view.frames], dtype=np.int64)
         values = np.vstack([v for _, v in view.frames])
-        return [{"channel": name, "subsystem": view.subsystems[index], "t_ns": times,
-                 "values": [_finite(v) for v in values[:, index].tolist()]}
-                for name in view.implicated for index in [view.names.index(name)]]
+        traces = []
+        for name in view.implicated:
+            index = view.names.index(name)
+            series, unit = values[:, index], ""
+            if view.counters[index]:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    series = np.diff(series) / (np.diff(times) / 1e9)
+                unit = "per second"
+            traces.append({"channel": name, "subsystem": view.subsystems[index], "per": unit,
+                           "t_ns": times[-len(series):].tolist(), "values": [_finite(v) for v in series.tolist()]})
+        return traces
 
 
 def _finite(value) -> float | None:

@@ -58,7 +58,10 @@ def test_incidents_move_from_open_to_recent_and_their_channels_are_traced():
     host = state.snapshot()["hosts"][0]
     assert [i["state"] for i in host["open_incidents"]] == ["open"] and host["recent_incidents"] == []
     assert [t["channel"] for t in host["traces"]] == ["disk.read_bytes"]
-    assert host["traces"][0]["values"] == [None] * 5
+    assert host["traces"][0]["values"] == [None] * 4 and host["traces"][0]["per"] == "per second"
+    state._implicate(state._hosts[HOSTILE], ["cpu.user.all"])
+    rates = state.snapshot()["hosts"][0]["traces"][0]
+    assert rates["channel"] == "cpu.user.all" and rates["values"] == [10.0] * 4
     state.on_alert(Alert(**{**opened.__dict__, "state": "closed"}))
     host = state.snapshot()["hosts"][0]
     assert host["open_incidents"] == [] and [i["state"] for i in host["recent_incidents"]] == ["closed"]
