@@ -90,12 +90,22 @@ def with_password(dsn: str, password: str | None) -> str:
     return parsed._replace(netloc=f"{quote(user, safe='')}:{quote(password, safe='')}@{host}").geturl()
 
 
+def check_dsn(dsn: str) -> str:
+    """The DSN's scheme, once it is known to be chdb:///path or http(s)://host[:port]; StorageError otherwise."""
+    parsed = urlparse(dsn)
+    if parsed.scheme not in ("chdb", "http", "https"):
+        raise StorageError(f"ClickHouse DSN {describe_dsn(dsn)!r}: scheme {parsed.scheme!r} is not one of chdb, "
+                           "http, https")
+    if not (parsed.path if parsed.scheme == "chdb" else parsed.hostname):
+        raise StorageError(f"ClickHouse DSN {describe_dsn(dsn)!r} names no "
+                           f"{'path' if parsed.scheme == 'chdb' else 'host'}")
+    return parsed.scheme
+
+
 def connect(dsn: str, create: bool = True):
     """A clickhouse-connect client for an embedded or server DSN; an embedded folder is made when `create`, and
     must exist otherwise."""
-    scheme = urlparse(dsn).scheme
-    if scheme not in ("chdb", "http", "https"):
-        raise StorageError(f"ClickHouse DSN {describe_dsn(dsn)!r}: scheme {scheme!r} is not one of chdb, http, https")
+    scheme = check_dsn(dsn)
     if scheme == "chdb" and create:
         Path(urlparse(dsn).path).mkdir(parents=True, exist_ok=True)
     elif scheme == "chdb" and not Path(urlparse(dsn).path).is_dir():

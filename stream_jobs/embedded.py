@@ -65,6 +65,7 @@ class EmbeddedRunner:
 
     def _handle(self, output: StageOutput) -> None:
         queue_output(self.writer, output)
+        self.anomalies += len(output.anomalies)
         across_hosts = []
         for summary in output.host_windows:
             cluster_output = self.cluster.on_host_window(summary)
@@ -79,7 +80,6 @@ class EmbeddedRunner:
             self.anomalous_windows += verdict.anomalous
             self._show(describe_verdict(verdict, self.stage.settings.warmup_windows, self._learning(row[0], verdict),
                                         relearning=row[0] in self._judged_hosts))
-        self.anomalies += len(output.anomalies) - len(across_hosts)
         self._count(across_hosts, output.alerts)
 
     def _count(self, across_hosts: list, alerts: list) -> None:

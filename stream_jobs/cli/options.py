@@ -208,14 +208,12 @@ def add_kafka_options(parser: argparse.ArgumentParser) -> None:
 def clickhouse_dsn(dsn: str) -> str:
     """A ClickHouse DSN (chdb:///path or http(s)://host:port), its password taken from REVEAL_CLICKHOUSE_PASSWORD
     when the DSN carries none; a DSN of another form is refused before any work is done."""
-    from urllib.parse import urlparse
+    from sinks.clickhouse import StorageError, check_dsn, with_password
 
-    from sinks.clickhouse import with_password
-
-    parsed = urlparse(dsn)
-    if parsed.scheme not in ("chdb", "http", "https") or not (parsed.path if parsed.scheme == "chdb"
-                                                               else parsed.hostname):
-        raise ValueError(f"--clickhouse {dsn!r}: expected chdb:///path or http(s)://[user[:password]@]host:port")
+    try:
+        check_dsn(dsn)
+    except StorageError as error:
+        raise ValueError(f"--clickhouse: {error}; expected chdb:///path or http(s)://[user@]host:port") from None
     return with_password(dsn, os.environ.get("REVEAL_CLICKHOUSE_PASSWORD"))
 
 

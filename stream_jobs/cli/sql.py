@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import textwrap
@@ -14,6 +13,7 @@ from sinks.clickhouse import (CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS, Clic
                               data_dir_dsn)
 from stream_jobs.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn
 from stream_jobs.live.client import RunQueries, running_service
+from stream_jobs.offline.output import finite_or_none
 
 
 def register(commands) -> None:
@@ -134,8 +134,8 @@ def print_jsonl(columns, rows, out) -> None:
 
 
 def _json_value(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    if isinstance(value, float):
+        return finite_or_none(value)
     if isinstance(value, (list, tuple)):
         return [_json_value(v) for v in value]
     return value

@@ -4,7 +4,6 @@ latest findings name."""
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schemas.records import Alert, Anomaly, Catalog, Frame
+from stream_jobs.offline.output import finite_or_none
 
 SCORES_KEPT = 180
 TRACE_FRAMES_KEPT = 600
@@ -32,7 +32,7 @@ class _HostView:
     windows: int = 0
     anomalies: int = 0
     learning: bool = True
-    learning_reason: str = "learning this host's first baseline"
+    judged: bool = False
     scores: deque = field(default_factory=lambda: deque(maxlen=SCORES_KEPT))
     incidents: dict[str, dict] = field(default_factory=dict)
     closed: deque = field(default_factory=lambda: deque(maxlen=RECENT_INCIDENTS_KEPT))
@@ -71,13 +71,12 @@ class LiveState:
         with self._lock:
             view = self._hosts.setdefault(host, _HostView())
             view.windows += 1
-            if verdict.baseline_changed and view.windows > 1:
-                view.learning_reason = "relearning its baseline after the channel catalog changed"
             view.learning = not verdict.baseline_ready
-            view.scores.append({"end_ns": verdict.end_ns, "score": _finite(verdict.score),
-                                "threshold": _finite(verdict.threshold), "anomalous": bool(verdict.anomalous),
-                                "detectors": {name: {"score": _finite(verdict.detector_scores.get(name)),
-                                                     "threshold": _finite(verdict.detector_thresholds.get(name))}
+            view.judged |= bool(verdict.baseline_ready)
+            view.scores.append({"end_ns": verdict.end_ns, "score": finite_or_none(verdict.score),
+                                "threshold": finite_or_none(verdict.threshold), "anomalous": bool(verdict.anomalous),
+                                "detectors": {name: {"score": finite_or_none(verdict.detector_scores.get(name)),
+                                                     "threshold": finite_or_none(verdict.detector_thresholds.get(name))}
                                               for name in sorted(verdict.detector_scores)}})
 
     def on_anomaly(self, anomaly: Anomaly) -> None:
@@ -86,7 +85,7 @@ class LiveState:
             view.anomalies += 1
             view.latest_anomaly = {"end_ns": anomaly.window_end_ns, "subsystem": anomaly.subsystem,
                                    "claim": anomaly.claim, "explanation": anomaly.explanation, "hint": anomaly.hint,
-                                   "evidence": [{"channel": e.channel, "feature": e.feature, "z": _finite(e.z)}
+                                   "evidence": [{"channel": e.channel, "feature": e.feature, "z": finite_or_none(e.z)}
                                                 for e in anomaly.evidence]}
             self._implicate(view, [e.channel for e in anomaly.evidence])
 
@@ -94,7 +93,7 @@ class LiveState:
         with self._lock:
             view = self._hosts.setdefault(alert.host, _HostView())
             record = {"id": alert.alert_id, "kind": alert.kind, "state": alert.state, "start_ns": alert.start_ns,
-                      "end_ns": alert.end_ns, "severity": _finite(alert.severity), "subsystem": alert.subsystem,
+                      "end_ns": alert.end_ns, "severity": finite_or_none(alert.severity), "subsystem": alert.subsystem,
                       "summary": alert.summary, "hint": alert.hint}
             if alert.state == "closed":
                 view.incidents.pop(alert.alert_id, None)
@@ -110,7 +109,9 @@ class LiveState:
                     "hosts": [self._host_snapshot(host, view) for host, view in sorted(self._hosts.items())]}
 
     def _host_snapshot(self, host: str, view: _HostView) -> dict:
-        learning = (f"{view.learning_reason}: window {min(view.windows, self.warmup_windows)} of "
+        reason = ("relearning its baseline after the channel catalog changed" if view.judged
+                  else "learning this host's first baseline")
+        learning = (f"{reason}: window {min(view.windows, self.warmup_windows)} of "
                     f"{self.warmup_windows}, nothing is judged until it is learned" if view.learning else "")
         return {"host": host, "cluster": view.cluster, "channels": len(view.names), "windows": view.windows,
                 "anomalies": view.anomalies, "catalog_changes": view.catalog_changes, "learning": learning,
@@ -139,13 +140,5 @@ class LiveState:
                     series = np.diff(series) / (np.diff(times) / 1e9)
                 unit = "per second"
             traces.append({"channel": name, "subsystem": view.subsystems[index], "per": unit,
-                           "t_ns": times[-len(series):].tolist(), "values": [_finite(v) for v in series.tolist()]})
+                           "t_ns": times[-len(series):].tolist(), "values": [finite_or_none(v) for v in series.tolist()]})
         return traces
-
-
-def _finite(value) -> float | None:
-    """A number for JSON: NaN, infinities and absent values become null."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None

@@ -66,7 +66,7 @@ def _cell(column: str, value):
     if column in ("window_start", "window_end"):
         return _window_time(value)
     if column == "score" or column.startswith(SCORE_PREFIX):
-        return _finite_or_none(value)
+        return finite_or_none(value)
     if column == "flagged":
         return int(bool(value))
     if column in ("detectors", "ranked_metrics") and not isinstance(value, str):
@@ -82,7 +82,8 @@ def _window_time(value) -> str:
     return format_time_ns(value)
 
 
-def _finite_or_none(value) -> float | None:
+def finite_or_none(value) -> float | None:
+    """A number for JSON or CSV: NaN, infinities and absent values become None."""
     if value is None:
         return None
     number = float(value)
