@@ -92,7 +92,10 @@ class KafkaFramePublisher:
         if self._drainer is not None:
             self._stop.set()
             self._drainer.join(timeout_s)
-            self._replay(timeout_s)
+            if self._broker_down.is_set() and not self._broker_answers():
+                self._keep_in_flight()
+            else:
+                self._replay(timeout_s)
         remaining = self.producer.flush(timeout_s)
         left = remaining + self.backlog()
         if left:
@@ -225,6 +228,15 @@ class KafkaFramePublisher:
         if self._broker_down.is_set():
             log.info("Kafka reachable again: spool replayed, live publishing resumed")
         self._broker_down.clear()
+
+    def _keep_in_flight(self) -> None:
+        """The broker is away as the publisher closes: fail what the client still holds, so that it joins the failed
+        records kept in the spool, rather than waiting out the delivery timeout."""
+        try:
+            self.producer.purge()
+        except KafkaException:
+            pass
+        self.producer.poll(0)
 
     def _spool_failed(self) -> None:
         """Keep records that failed and were never replayed, at the spool's tail, for the next run."""

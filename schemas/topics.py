@@ -73,7 +73,7 @@ def ensure_topics(admin_config: dict, names: TopicNames = TopicNames(), sample_p
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient(admin_config)
+    admin = AdminClient({"log_level": 0, **admin_config})  # one BrokerUnavailable, not a librdkafka line per retry
     try:
         existing = set(admin.list_topics(timeout=timeout_s).topics)
     except KafkaException as error:
@@ -94,3 +94,4 @@ def ensure_topics(admin_config: dict, names: TopicNames = TopicNames(), sample_p
             if "TOPIC_ALREADY_EXISTS" not in str(error):
                 raise
     return created
+

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlparse
 
 import clickhouse_connect
 
-from sinks.read_only import WriteRefused, check_read_only
+from sinks.read_only import WriteRefused, check_read_only, single_statement
 from sinks.rows import frame_rows_binary
 
 log = logging.getLogger(__name__)
@@ -256,6 +256,8 @@ def run_query(client, dsn: str, sql: str, parameters: dict | None, read_only: bo
         if read_only:
             with held:
                 check_read_only(sql, lambda statement: explain_ast(client, statement, parameters))
+        else:
+            single_statement(sql)
         with held:
             result = client.query(sql, parameters=parameters)
     except WriteRefused as refusal:

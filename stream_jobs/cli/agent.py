@@ -11,7 +11,7 @@ from producers.recording import RecordingWriter
 from producers.publisher import KafkaFramePublisher
 from schemas.topics import BrokerUnavailable, TopicNames, ensure_topics
 from stream_jobs.cli.options import (StopFlag, add_agent_options, add_kafka_options, agent_settings, kafka_security,
-                                     positive_seconds)
+                                     output_file, positive_count, positive_seconds, writable_folder)
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +27,13 @@ def register(commands) -> None:
     add_agent_options(parser)
     parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                         help="stop after this many seconds (default: run until stopped)")
-    parser.add_argument("--spool-dir", default=None, metavar="DIR",
+    parser.add_argument("--spool-dir", type=writable_folder, default=None, metavar="DIR",
                         help="where frames wait on disk while Kafka is unreachable (default: "
                              "~/.cache/reveal/spool/HOST)")
-    parser.add_argument("--spool-max-mb", type=int, default=256, metavar="MB",
+    parser.add_argument("--spool-max-mb", type=positive_count, default=256, metavar="MB",
                         help="spool size limit; beyond it the oldest frames are dropped and counted (default: 256)")
     parser.add_argument("--no-spool", action="store_true", help="keep frames only in the Kafka client's memory")
-    parser.add_argument("--record", default=None, metavar="FILE.avro",
+    parser.add_argument("--record", type=output_file(".avro"), default=None, metavar="FILE.avro",
                         help="also record every frame and catalog to this Avro file, as 'reveal collect' does")
     parser.set_defaults(handler=handle)
 

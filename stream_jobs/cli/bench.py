@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from producers.agent_bench import GOALS, bench_agent
-from stream_jobs.cli.options import positive_count, positive_seconds
+from stream_jobs.cli.options import (bootstrap_servers, output_file, positive_count, positive_seconds,
+                                     writable_folder)
 
 
 def register(commands) -> None:
@@ -23,7 +24,7 @@ def register(commands) -> None:
                        help="sampling interval in seconds (default: 0.1)")
     agent.add_argument("--duration", type=positive_seconds, default=30.0, metavar="S",
                        help="seconds to sample (default: 30)")
-    agent.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
+    agent.add_argument("--bootstrap", type=bootstrap_servers, default="127.0.0.1:9092", metavar="HOST:PORT",
                        help="Kafka broker to publish to (default: 127.0.0.1:9092; infra/kafka/start.sh)")
     agent.set_defaults(handler=handle_agent)
     engine = benches.add_parser(
@@ -64,9 +65,9 @@ def register(commands) -> None:
                           help="seconds of replay (default: 60)")
     pipeline.add_argument("--workers", type=positive_count, default=1, metavar="K",
                           help="workers in one consumer group (default: 1)")
-    pipeline.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
+    pipeline.add_argument("--bootstrap", type=bootstrap_servers, default="127.0.0.1:9092", metavar="HOST:PORT",
                           help="Kafka broker (default: 127.0.0.1:9092; infra/kafka/start.sh)")
-    pipeline.add_argument("--profile", default="", metavar="FILE",
+    pipeline.add_argument("--profile", type=output_file(), default="", metavar="FILE",
                           help="sample the first worker with py-spy over the steady part, write its collapsed stacks "
                                "to FILE and print where its time goes (needs py-spy and ptrace rights; default: no profile)")
     pipeline.set_defaults(handler=handle_pipeline)
@@ -91,7 +92,7 @@ def register(commands) -> None:
     faults.add_argument("--grace", type=positive_seconds, default=5.0, metavar="S",
                         help="an alert opening this long after a fault's end still counts as finding it "
                              "(default: 5)")
-    faults.add_argument("--data-dir", default=None, metavar="DIR",
+    faults.add_argument("--data-dir", type=writable_folder, default=None, metavar="DIR",
                         help="keep the run's embedded ClickHouse here (default: a temporary folder, removed)")
     faults.set_defaults(handler=handle_host_faults)
 

@@ -6,7 +6,7 @@ import logging
 
 from producers.agent import Agent
 from producers.recording import RecordingWriter
-from stream_jobs.cli.options import StopFlag, add_agent_options, agent_settings, positive_seconds
+from stream_jobs.cli.options import StopFlag, add_agent_options, agent_settings, output_file, positive_seconds
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +19,7 @@ def register(commands) -> None:
                     "--duration or on Ctrl-C; what was recorded until then is kept.")
     parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                         help="stop after this many seconds (default: run until Ctrl-C)")
-    parser.add_argument("--out", required=True, metavar="FILE.avro", help="the recording to write")
+    parser.add_argument("--out", type=output_file(".avro"), required=True, metavar="FILE.avro", help="the recording to write")
     add_agent_options(parser)
     parser.set_defaults(handler=handle)
 

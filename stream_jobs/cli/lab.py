@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from stream_jobs.cli.options import positive_count
+from stream_jobs.cli.options import bootstrap_servers, fraction, positive_count, writable_folder
 from stream_jobs.lab.scenario import SUITES_DIR, Scenario, load_scenario, suite_scenarios
 
 def register(commands) -> None:
@@ -34,15 +34,15 @@ def register(commands) -> None:
     run.add_argument("--embedded", action="store_true",
                      help="no broker: agents record, and the lab replays the recordings through the same engine "
                           "(default: agents → Kafka → Faust worker → ClickHouse)")
-    run.add_argument("--bootstrap", default="127.0.0.1:9092", metavar="HOST:PORT",
+    run.add_argument("--bootstrap", type=bootstrap_servers, default="127.0.0.1:9092", metavar="HOST:PORT",
                      help="Kafka broker of the real path (default: 127.0.0.1:9092; infra/kafka/start.sh)")
-    run.add_argument("--out", default=None, metavar="DIR",
+    run.add_argument("--out", type=writable_folder, default=None, metavar="DIR",
                      help="where run directories go (default: ./lab-runs/<suite>-<time>)")
     run.add_argument("--cpu-shares", type=_cpu_shares, default=1024, metavar="N",
                      help="CPU weight of the run's hosts and agents against other labs on this machine, as cgroup "
                           "cpu.shares (1024: a plain process; e.g. 65536 keeps a long soak unperturbed by a suite "
                           "run beside it; default: 1024)")
-    run.add_argument("--f1-floor", type=float, default=None, metavar="F",
+    run.add_argument("--f1-floor", type=fraction, default=None, metavar="F",
                      help="exit 1 when the set's strict F1 with calibrated thresholds falls below F")
     run.add_argument("--require-replay-match", action="store_true",
                      help="exit 1 when, for a run through Kafka, the replay of its recordings does not tell of exactly "
@@ -58,7 +58,7 @@ def register(commands) -> None:
     rescore.add_argument("runs", nargs="+", metavar="RUN", help="a run directory, or a folder of them")
     rescore.add_argument("--jobs", type=positive_count, default=0, metavar="N",
                          help="replays run at once, one per run and threshold mode (default: one per CPU core)")
-    rescore.add_argument("--out", default=None, metavar="DIR",
+    rescore.add_argument("--out", type=writable_folder, default=None, metavar="DIR",
                          help="where the set's scores.json goes (default: the runs' common folder)")
     rescore.set_defaults(handler=handle_rescore)
     score = labs.add_parser("score", help="print the stored scores of runs and of all of them together",
@@ -82,10 +82,10 @@ def register(commands) -> None:
 def handle_run(args) -> int:
     from stream_jobs.lab.runner import PipelineChoice, run_scenario
 
+    scenarios = suite_scenarios(args.suite) if args.suite else [load_scenario(p) for p in args.scenario]
     pipeline = PipelineChoice("" if args.embedded else args.bootstrap)
     if not pipeline.embedded:
         _check_broker(args.bootstrap)
-    scenarios = suite_scenarios(args.suite) if args.suite else [load_scenario(p) for p in args.scenario]
     out = Path(args.out or f"lab-runs/{args.suite or 'scenarios'}-{time.strftime('%Y%m%d-%H%M%S')}")
     total = sum(s.warmup_s + s.duration_s for s in scenarios)
     _say(f"lab: {len(scenarios)} scenarios, about {total / 60:.1f} minutes of runs, "

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import tempfile
 import threading
 import time
+from urllib.parse import urlparse
 
 from producers.sources import SOURCE_GROUPS, validate_groups
 from schemas.kafka_security import PROTOCOLS, SASL_MECHANISMS, KafkaSecurity
@@ -53,8 +55,8 @@ def probability(text: str) -> float:
     return value
 
 
-def correlation(text: str) -> float:
-    """A correlation magnitude from 0 to 1."""
+def fraction(text: str) -> float:
+    """A share or a correlation magnitude, from 0 to 1."""
     value = _number(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text!r} must lie from 0 to 1")
@@ -111,6 +113,58 @@ def windows_output(text: str) -> str:
     return text
 
 
+def output_file(*suffixes: str):
+    """A type for a file to write: in a folder that exists and, when `suffixes` are given, with one of them."""
+    def output(text: str) -> str:
+        if suffixes and not text.lower().endswith(suffixes):
+            raise argparse.ArgumentTypeError(f"{text!r}: the name must end in {' or '.join(suffixes)}")
+        folder = os.path.dirname(text) or "."
+        if not os.path.isdir(folder):
+            raise argparse.ArgumentTypeError(f"{text!r}: folder {folder!r} does not exist")
+        if os.path.isdir(text):
+            raise argparse.ArgumentTypeError(f"{text!r} is a folder, not a file")
+        return text
+    output.__name__ = "output_file"
+    return output
+
+
+def writable_folder(text: str) -> str:
+    """A folder this process can write in: one that exists, or one it can make inside the nearest existing folder
+    (tried with a scratch folder made and removed there, since root passes every permission check but a read-only or
+    virtual filesystem still refuses)."""
+    path = os.path.abspath(text)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
+    existing = path
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".reveal-check-", dir=existing))
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be written or made here ({existing!r}: "
+                                         f"{error.strerror})") from None
+    return text
+
+
+def bootstrap_servers(text: str) -> str:
+    """Kafka bootstrap servers: HOST:PORT, or several separated by commas."""
+    for server in text.split(","):
+        host, sep, port = server.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise argparse.ArgumentTypeError(f"{text!r} must be HOST:PORT[,HOST:PORT…] with ports from 1 to 65535, "
+                                             "e.g. 127.0.0.1:9092")
+    return text
+
+
+def display_name(text: str) -> str:
+    """A host or cluster name: any text but an empty one, without control characters."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty name names nothing")
+    if any(ord(char) < 32 or ord(char) == 127 for char in text):
+        raise argparse.ArgumentTypeError(f"{text!r} holds control characters")
+    return text
+
+
 def listen_address(text: str) -> tuple[str, int]:
     """HOST:PORT to listen on, e.g. 127.0.0.1:9931 or 0.0.0.0:0 (port 0: any free port)."""
     host, sep, port = text.rpartition(":")
@@ -148,8 +202,10 @@ def source_groups(text: str) -> tuple[str, ...]:
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
     """How this host is sampled: its names, the interval, the roots read, and per-source intervals."""
-    parser.add_argument("--host", default=None, help="host name to report (default: this machine's name)")
-    parser.add_argument("--cluster", default="default", help="cluster name to report (default: default)")
+    parser.add_argument("--host", type=display_name, default=None,
+                        help="host name to report (default: this machine's name)")
+    parser.add_argument("--cluster", type=display_name, default="default",
+                        help="cluster name to report (default: default)")
     parser.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
                         help="sampling interval in seconds (default: 0.1)")
     parser.add_argument("--procfs", type=proc_root, default="/proc",
@@ -184,7 +240,7 @@ def agent_settings(args):
 
 def add_kafka_options(parser: argparse.ArgumentParser) -> None:
     """Where the broker is and how to authenticate: TLS and SASL options here, their secrets from the environment."""
-    parser.add_argument("--bootstrap", required=True, metavar="HOST:PORT",
+    parser.add_argument("--bootstrap", type=bootstrap_servers, required=True, metavar="HOST:PORT",
                         help="Kafka bootstrap servers, e.g. 127.0.0.1:9092 (infra/kafka/start.sh starts one)")
     parser.add_argument("--topic-prefix", default="", metavar="PREFIX",
                         help="prefix for every Reveal topic, to keep deployments apart (default: none)")
@@ -214,6 +270,11 @@ def clickhouse_dsn(dsn: str) -> str:
         check_dsn(dsn)
     except StorageError as error:
         raise ValueError(f"--clickhouse: {error}; expected chdb:///path or http(s)://[user@]host:port") from None
+    if dsn.startswith("chdb:"):
+        try:
+            writable_folder(urlparse(dsn).path)
+        except argparse.ArgumentTypeError as error:
+            raise ValueError(f"--clickhouse {dsn!r}: {error}") from None
     return with_password(dsn, os.environ.get("REVEAL_CLICKHOUSE_PASSWORD"))
 
 
@@ -256,7 +317,7 @@ def add_engine_options(parser: argparse.ArgumentParser, warmup_windows: int | No
     parser.add_argument("--risk", type=probability, default=1e-4, metavar="P",
                         help="calibrated thresholds: chance that a clean window crosses a detector's threshold "
                              "(default: 1e-4, about one per detector every 3 hours at a 1 s stride)")
-    parser.add_argument("--selection-threshold", type=correlation, default=0.5, metavar="R",
+    parser.add_argument("--selection-threshold", type=fraction, default=0.5, metavar="R",
                         help="prune channels correlated above |r| = R on the baseline (paper §4.1; default 0.5); "
                              "0 keeps every channel")
     parser.add_argument("--seed", type=int, default=0, help="seed of the Isolation Forest (default: 0)")

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn, describe_dsn
-from stream_jobs.cli.options import DSN_HELP, clickhouse_dsn
+from stream_jobs.cli.options import DSN_HELP, clickhouse_dsn, output_file
 from stream_jobs.live.client import RunQueries, running_service
 from stream_jobs.report.contents import gather
 from stream_jobs.report.data import ReportStore, Scope
@@ -32,7 +32,7 @@ def register(commands) -> None:
                              "given)")
     parser.add_argument("--host", action="append", default=[], metavar="H",
                         help="only this host (repeatable; default: every host)")
-    parser.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write, e.g. report.html")
+    parser.add_argument("--out", type=output_file(".html", ".htm"), required=True, metavar="FILE", help="the HTML file to write, e.g. report.html")
     parser.set_defaults(handler=handle)
 
 

@@ -10,7 +10,8 @@ from producers.agent import Agent
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from stream_jobs.cli.options import (DEFAULT_DATA_DIR, DEFAULT_LISTEN, StopFlag, add_agent_options,
                                      add_engine_options, add_retention_options, agent_settings, apply_retention,
-                                     engine_settings, listen_address, positive_seconds)
+                                     engine_settings, listen_address, positive_seconds,
+                                     writable_folder)
 from stream_jobs.embedded import EmbeddedRunner
 from stream_jobs.host_stage import HostStage
 from stream_jobs.live.client import running_service
@@ -28,7 +29,7 @@ def register(commands) -> None:
                     "(chDB) under --data-dir. Stops at the end of --duration or on Ctrl-C, exit status 0.")
     parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                         help="stop after this many seconds (default: run until Ctrl-C)")
-    parser.add_argument("--data-dir", default=DEFAULT_DATA_DIR, metavar="DIR",
+    parser.add_argument("--data-dir", type=writable_folder, default=DEFAULT_DATA_DIR, metavar="DIR",
                         help=f"where the embedded ClickHouse keeps its tables (default: {DEFAULT_DATA_DIR})")
     add_agent_options(parser)
     add_retention_options(parser)

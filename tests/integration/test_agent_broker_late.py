@@ -41,3 +41,16 @@ def test_an_agent_started_before_its_broker_spools_from_the_first_frame_and_deli
     assert stderr.count("did not answer") == 1
     sequences = [f.sequence for f in frames]
     assert len(sequences) >= 75 and sequences == list(range(len(sequences)))
+
+
+def test_an_agent_that_stops_while_its_broker_is_down_ends_at_once_and_keeps_its_frames_in_the_spool(tmp_path):
+    started = time.monotonic()
+    agent = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "agent", "--bootstrap", "127.0.0.1:1",
+                            "--spool-dir", str(tmp_path / "spool"), "--duration", "3", "--interval", "0.5",
+                            "--host", "down-host"], capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - started
+    assert "Traceback" not in agent.stderr
+    assert took < 25, f"an agent of 3 s whose broker never answered took {took:.0f} s to end"
+    kept = [line for line in agent.stderr.splitlines() if "kept in the spool" in line]
+    assert kept and int(kept[0].split(" records")[0].split()[-1]) >= 6, agent.stderr[-1500:]
+    assert any((tmp_path / "spool").iterdir())

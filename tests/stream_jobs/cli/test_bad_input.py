@@ -31,6 +31,7 @@ def stored(tmp_path_factory):
     windows.write_text("host,window_start,window_end,flagged\nonly-a,2026-01-01T00:00:00,2026-01-01T00:00:03,1\n")
     other = folder / "other.csv"
     other.write_text("host,window_start,window_end,flagged\nonly-b,2026-01-01T00:00:00,2026-01-01T00:00:03,1\n")
+    (folder / "broken.toml").write_text("[run\ninterval = 0.2\n")
     return folder
 
 
@@ -64,7 +65,68 @@ CASES = {
     "bench count": (["bench", "engine", "--hosts", "0"], "--hosts"),
     "config file": (["sql", "--config", "{folder}/missing.toml", "SELECT 1"], "missing.toml"),
     "command": (["nope"], "nope"),
+    "log level": (["--log-level", "LOUD", "channels"], "--log-level"),
+    "config syntax": (["run", "--config", "{folder}/broken.toml"], "not valid TOML"),
+    "run interval": (["run", "--interval", "0"], "--interval"),
+    "run cluster": (["run", "--cluster", ""], "--cluster"),
+    "run data dir is a file": (["run", "--data-dir", "{folder}/table.csv"], "--data-dir"),
+    "run data dir cannot be made": (["run", "--data-dir", "/proc/no-reveal-here"], "--data-dir"),
+    "collect output folder": (["collect", "--out", "/nonexistent/dir/x.avro", "--duration", "2"], "/nonexistent/dir"),
+    "collect output kind": (["collect", "--out", "{folder}/x.csv", "--duration", "2"], ".avro"),
+    "collect output missing": (["collect", "--duration", "2"], "--out"),
+    "collect duration": (["collect", "--out", "{folder}/x.avro", "--duration", "-5"], "--duration"),
+    "agent bootstrap": (["agent", "--bootstrap", "nohostport", "--duration", "2"], "--bootstrap"),
+    "agent host": (["agent", "--bootstrap", "127.0.0.1:1", "--host", "", "--duration", "2"], "--host"),
+    "agent spool folder": (["agent", "--bootstrap", "127.0.0.1:1", "--spool-dir", "/proc/no-reveal-here"],
+                           "--spool-dir"),
+    "agent spool size": (["agent", "--bootstrap", "127.0.0.1:1", "--spool-max-mb", "-5"], "--spool-max-mb"),
+    "agent recording kind": (["agent", "--bootstrap", "127.0.0.1:1", "--record", "{folder}/x.csv"], ".avro"),
+    "agent security protocol": (["agent", "--bootstrap", "127.0.0.1:1", "--kafka-security-protocol", "TLS"],
+                                "--kafka-security-protocol"),
+    "worker bootstrap": (["worker", "--bootstrap", "127.0.0.1", "--clickhouse", "chdb://{folder}/w"], "--bootstrap"),
+    "worker embedded folder": (["worker", "--bootstrap", "127.0.0.1:1", "--clickhouse", "chdb:///proc/no-reveal-here"],
+                               "--clickhouse"),
+    "worker pending rows": (["worker", "--bootstrap", "127.0.0.1:1", "--clickhouse", "chdb://{folder}/w",
+                             "--max-pending-rows", "0"], "--max-pending-rows"),
+    "sql parameter": (["sql", "--data-dir", "{folder}/data", "--param", "h", "SELECT 1"], "--param"),
+    "sql write refused": (["sql", "--data-dir", "{folder}/data", "DROP TABLE windows"], "--write"),
+    "sql one statement": (["sql", "--data-dir", "{folder}/data", "--write", "SELECT 1; DROP TABLE windows"],
+                          "one statement"),
+    "report output folder": (["report", "--data-dir", "{folder}/data", "--out", "/nonexistent/dir/r.html"],
+                             "/nonexistent/dir"),
+    "report output kind": (["report", "--data-dir", "{folder}/data", "--out", "{folder}/r.pdf"], ".html"),
+    "report since": (["report", "--data-dir", "{folder}/data", "--since", "yesterday", "--out", "{folder}/r.html"],
+                     "--since"),
+    "detect window": (["detect", "--input", "{folder}/table.csv", "--window", "0"], "--window"),
+    "detect baseline": (["detect", "--input", "{folder}/table.csv", "--baseline", "{folder}/missing.csv"],
+                        "missing.csv"),
+    "detect risk": (["detect", "--input", "{folder}/table.csv", "--risk", "5"], "--risk"),
+    "channels procfs": (["channels", "--procfs", "/nonexistent"], "--procfs"),
+    "bench agent interval": (["bench", "agent", "--interval", "0"], "--interval"),
+    "bench agent bootstrap": (["bench", "agent", "--bootstrap", "kafka"], "--bootstrap"),
+    "bench pipeline workers": (["bench", "pipeline", "--workers", "9"], "--workers"),
+    "bench pipeline profile": (["bench", "pipeline", "--profile", "/nonexistent/dir/stacks.txt"], "/nonexistent/dir"),
+    "bench host-faults folder": (["bench", "host-faults", "--data-dir", "/proc/no-reveal-here"], "--data-dir"),
+    "bench host-faults length": (["bench", "host-faults", "--fault", "0"], "--fault"),
+    "bench name": (["bench", "everything"], "everything"),
+    "lab suite": (["lab", "run", "--suite", "nosuch"], "nosuch"),
+    "lab scenario": (["lab", "run", "--scenario", "{folder}/missing.toml"], "missing.toml"),
+    "lab cpu shares": (["lab", "run", "--suite", "quick", "--cpu-shares", "1"], "--cpu-shares"),
+    "lab f1 floor": (["lab", "run", "--suite", "quick", "--f1-floor", "2"], "--f1-floor"),
+    "lab output folder": (["lab", "run", "--suite", "quick", "--out", "/proc/no-reveal-here"], "--out"),
+    "lab rescore run": (["lab", "rescore", "{folder}/nope"], "nope"),
+    "lab rescore jobs": (["lab", "rescore", "{folder}", "--jobs", "0"], "--jobs"),
+    "lab score run": (["lab", "score", "{folder}/nope"], "nope"),
+    "lab ingest run": (["lab", "ingest", "{folder}/nope"], "nope"),
 }
+
+
+def test_the_sweep_covers_every_command_with_at_least_40_cases():
+    from stream_jobs.cli import build_parser
+
+    commands = next(a.choices for a in build_parser()._actions if a.dest == "command")
+    swept = {next(a for a in args if a in commands) for args, _ in CASES.values() if set(args) & set(commands)}
+    assert len(CASES) >= 40 and set(commands) == swept, set(commands) - swept
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
