@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn, describe_dsn
-from stream_jobs.cli.options import DSN_HELP, clickhouse_dsn, output_file
+from stream_jobs.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn, output_file
 from stream_jobs.live.client import RunQueries, running_service
 from stream_jobs.report.contents import gather
 from stream_jobs.report.data import ReportStore, Scope
@@ -22,10 +22,12 @@ def register(commands) -> None:
                     "nothing fetched): a summary, each detector's score against its threshold per host, the "
                     "subsystems behind anomalous windows, raw traces of the most implicated channels, a cross-host "
                     "comparison, the incidents, and for lab runs the ground truth and scores.")
-    source = parser.add_mutually_exclusive_group(required=True)
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--run", metavar="DIR", help="a lab run folder (its chDB data is in DIR/clickhouse)")
     source.add_argument("--clickhouse", metavar="DSN", help=DSN_HELP)
-    source.add_argument("--data-dir", metavar="DIR", help="embedded data folder, as given to reveal run")
+    source.add_argument("--data-dir", metavar="DIR",
+                        help=f"embedded data folder, as given to reveal run (default: {DEFAULT_DATA_DIR} when neither "
+                             "--run nor --clickhouse is given)")
     parser.add_argument("--database", default="reveal", metavar="NAME", help="database (default: reveal)")
     parser.add_argument("--since", type=iso_time, metavar="ISO-TIME",
                         help="only data from this instant on, e.g. 2026-03-01T12:00:00 (UTC unless an offset is "
@@ -62,6 +64,8 @@ def source_dsn(args) -> str:
 
 
 def handle(args) -> int:
+    if not (args.run or args.clickhouse or args.data_dir):
+        args.data_dir = DEFAULT_DATA_DIR
     folder = args.run or args.data_dir
     url = running_service(folder) if folder else None
     if url is not None:
@@ -74,7 +78,6 @@ def handle(args) -> int:
     _progress(f"reading {source}, database {args.database}")
     page = render_report(gather(store, source, _progress))
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")
     print(f"report written to {out} ({out.stat().st_size / 1024:,.0f} KiB)")
     return 0

@@ -231,3 +231,13 @@ def test_run_folder_without_data_is_a_clear_error(tmp_path):
 def test_since_is_utc_unless_an_offset_is_given():
     assert iso_time("2023-11-14T22:13:20") == T0
     assert iso_time("2023-11-14T23:13:20.5+01:00") == T0 + 500_000_000
+
+
+def test_without_a_source_the_report_reads_the_data_folder_of_reveal_run(tmp_path):
+    writer = ClickHouseWriter(data_dir_dsn(tmp_path / "reveal-data"))
+    writer.add("windows", [["default-folder-host", "c", 1, 0, 3 * 10**9, 30, 1, 0.5, 1.0, 0, [], [], [], [], ""]])
+    writer.close()
+    written = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "report", "--out", "r.html"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=300)
+    assert written.returncode == 0, written.stderr[-2000:]
+    assert "default-folder-host" in (tmp_path / "r.html").read_text()
