@@ -278,19 +278,25 @@ class HostPipeline:
         refitted = self._remember(features, flagged)
         z = self.ensemble.detectors[0].z(features[None, :])[0]
         explain = flagged or self.settings.explain_all
+        named = self._subsystem(watched) if watched.flagged else ""
         evidence = self._watch_evidence(means, watched) if watched.flagged else ()
         if not evidence and explain:
             evidence = self._evidence(features, z)
-        top = evidence[0] if evidence and flagged else None
+        subsystem = named if watched.flagged else \
+            (dominant_subsystem(list(evidence), self.subsystem_of) if evidence and flagged else "")
+        top = self._lead(evidence, subsystem) if evidence and flagged else None
         detectors = (("channels",) if watched.flagged else ()) + (verdict.flagged_by if multivariate else ())
         return WindowVerdict(
             window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), True,
-            watched.severity if watched.flagged else verdict.severity, 1.0, flagged, detectors,
-            self._subsystem(watched) if watched.flagged else
-            (dominant_subsystem(list(evidence), self.subsystem_of) if top else ""),
+            watched.severity if watched.flagged else verdict.severity, 1.0, flagged, detectors, subsystem,
             claim(top) if top else ("window departs from its baseline" if flagged else ""), evidence,
             {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
             top.explanation if top else "", refitted, means, self._context(signal, window, z), watched)
+
+    def _lead(self, evidence: tuple[Contribution, ...], subsystem: str) -> Contribution:
+        """The evidence a window's claim tells of: the strongest of the subsystem the window is named after, so that
+        the claim and the subsystem agree (the first evidence when none is of it)."""
+        return next((e for e in evidence if self.subsystem_of.get(e.channel) == subsystem), evidence[0])
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
         """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""
@@ -355,11 +361,13 @@ class HostPipeline:
         if fitted:
             self._fit_baseline()
         if watched is not None and watched.flagged:
+            subsystem = self._subsystem(watched)
             evidence = self._watch_evidence(means, watched)
+            top = self._lead(evidence, subsystem)
             return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
-                                 watched.severity, 1.0, True, ("channels",), self._subsystem(watched),
-                                 claim(evidence[0]), evidence, {"channels": watched.severity}, {"channels": 1.0},
-                                 evidence[0].explanation, fitted, means, self._context(signal, window, None), watched)
+                                 watched.severity, 1.0, True, ("channels",), subsystem,
+                                 claim(top), evidence, {"channels": watched.severity}, {"channels": 1.0},
+                                 top.explanation, fitted, means, self._context(signal, window, None), watched)
         return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
                              0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means,
                              context=self._context(signal, window, None), watch=watched)

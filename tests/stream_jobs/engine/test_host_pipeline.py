@@ -229,3 +229,19 @@ def test_a_few_more_cpu_ticks_are_not_an_event_but_a_core_is_and_throttling_that
     assert "cgroup.cpu_system_usec" in flagged_channels(_judge_cpu_ticks(0.03, units=("", "", ""))), \
         "without a unit of time no core floor applies"
     assert "cgroup.cpu_system_usec" in flagged_channels(_judge_cpu_ticks(1.0))
+
+
+def test_a_window_claim_tells_of_a_channel_of_the_subsystem_the_window_is_named_after():
+    cores = tuple(f"cpu.busy.cpu{i}" for i in range(8))
+    table = ChannelTable((*cores, "mem.used"), ("gauge",) * 9, ("cpu",) * 8 + ("memory",))
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    rng = np.random.default_rng(5)
+    verdicts = []
+    for s in np.arange(0.0, 260.0, 0.1):
+        busy = 40 + rng.normal(0, 2, 8) + (25 if s >= 200 else 0)
+        used = 4e9 + rng.normal(0, 1e6) + (3e9 if s >= 200 else 0)
+        verdicts += pipeline.push(T0 + int(s * 1e9), np.asarray([*busy, used]))
+    flagged = [v for v in verdicts if v.anomalous and v.start_ns >= T0 + 200 * 10**9]
+    assert flagged and {v.subsystem for v in flagged} == {"cpu"}, {v.subsystem for v in flagged}
+    assert "mem.used" in {e.channel for v in flagged for e in v.evidence}, "the memory step is evidence too"
+    assert all(v.claim.startswith("cpu.busy.") for v in flagged), [v.claim for v in flagged][:3]
