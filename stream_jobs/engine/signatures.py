@@ -12,7 +12,8 @@ SIGNATURES, most specific first, and the first that holds wins:
 - HugePages inconsistency: a HugePages channel differs from the peers, or rises or falls on the host (§6, 9 hosts);
 - single NCCL queue pair: CPU busy rises on a few cores, network traffic turns bursty and interrupts rise on a few
   CPUs, while GPU power does not rise (§6, windows 64–66);
-- IRQ imbalance: interrupt or softirq counters rise on one CPU only (§6, windows 1115–1118).
+- IRQ imbalance: interrupt or softirq counters that IRQ affinity places rise on one CPU only (§6, windows
+  1115–1118); the local timer, IPIs and the timer, scheduler and RCU softirqs follow a CPU's work instead.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ _HUGEPAGES = re.compile(r"^mem\.(HugePages_\w+|Hugetlb|Hugepagesize)|^vm\.nr_hug
 _CPU_BUSY = re.compile(r"^cpu\.(busy_pct|busy|utilization|system|softirq)\.cpu\d+$")
 _TRAFFIC = re.compile(r"^net\.(rx|tx)_(bytes|packets)\.|^ib\.port_(rcv|xmit)_(data|packets)\.")
 _INTERRUPTS = re.compile(r"^(irq|softirq)\.\w+\.cpu\d+$")
+# Interrupts that follow the work a CPU runs (local timer, IPIs, TLB shootdowns; timer, scheduler and RCU softirqs),
+# which no IRQ affinity places.
+_WORK_INTERRUPTS = re.compile(r"^irq\.(LOC|RES|CAL|TLB|IWI|PMI|SPU|NMI)\.|^softirq\.(timer|hrtimer|sched|rcu)\.",
+                              re.IGNORECASE)
 _GPU_POWER = re.compile(r"^gpu\.power\.")
 
 
@@ -93,7 +98,8 @@ def _single_queue_pair(evidence: Evidence, peers: dict[str, float]) -> bool:
 
 
 def _irq_imbalance(evidence: Evidence, peers: dict[str, float]) -> bool:
-    return len(_cpus(_surges(evidence, _INTERRUPTS))) == 1
+    placed = [c for c in _surges(evidence, _INTERRUPTS) if not _WORK_INTERRUPTS.search(c)]
+    return len(_cpus(placed)) == 1
 
 
 PACKET_LOSS = Signature(

@@ -65,3 +65,12 @@ def test_packet_loss_wins_over_the_interrupt_effects_it_causes():
 
 def test_every_signature_has_a_name_subsystem_and_hint():
     assert all(s.name and s.subsystem and s.hint for s, _ in SIGNATURES)
+
+
+def test_interrupts_that_follow_a_cpus_work_are_not_an_irq_imbalance():
+    """A process starting on one CPU raises its timer ticks, rescheduling IPIs and scheduler softirqs there; no IRQ
+    affinity placed them, so irqbalance is not the remedy."""
+    work = [("irq.LOC.cpu1", "mean", 40.0), ("irq.RES.cpu1", "std", 12.0), ("softirq.sched.cpu1", "mean", 9.0),
+            ("softirq.timer.cpu1", "max", 6.0), ("cpu.context_switches", "std", 190.0)]
+    assert match_signature(work) is None
+    assert match_signature(work + [("irq.36.cpu1", "mean", 8.0)]) == IRQ_IMBALANCE
