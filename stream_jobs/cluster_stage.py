@@ -224,10 +224,12 @@ class ClusterStage:
                 mine = sorted(routed.get(subsystem, []), key=lambda p: (-departure_of(summary, p), p.index))
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
                 severity = max((departure_of(summary, p) for p in mine), default=0.0)
+                named = named_subsystem(mine) if mine else subsystem
+                lead = next(((summary.names[p.index], p.feature, p.z) for p in mine if p.subsystem == named), None)
                 events = self.incidents.update(_cause_key(summary.host, subsystem), summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
-                                               named_subsystem(mine) if mine else subsystem, evidence,
-                                               windows_to_open(severity, mine[0].feature if mine else "mean"))
+                                               named, evidence,
+                                               windows_to_open(severity, mine[0].feature if mine else "mean"), lead)
                 output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 

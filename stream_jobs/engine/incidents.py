@@ -68,6 +68,7 @@ class _FlaggedWindow:
     severity: float
     subsystem: str
     evidence: tuple[tuple[str, str, float], ...]
+    lead: tuple[str, str, float] | None = None
 
 
 @dataclass
@@ -84,6 +85,7 @@ class _OpenIncident:
     severity_by_subsystem: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     evidence_counts: Counter = field(default_factory=Counter)
     strongest_z: dict[tuple[str, str], float] = field(default_factory=dict)
+    leads: dict[str, dict[tuple[str, str], tuple[int, float]]] = field(default_factory=lambda: defaultdict(dict))
     reported_severity: float = 0.0
     reported_subsystem: str = ""
     last_event: AlertEvent | None = None
@@ -101,6 +103,10 @@ class _OpenIncident:
             self.evidence_counts[(channel, feature)] += 1
             if abs(z) > abs(self.strongest_z.get((channel, feature), 0.0)):
                 self.strongest_z[(channel, feature)] = z
+        if window.lead is not None:
+            channel, feature, z = window.lead
+            count, strongest = self.leads[window.subsystem].get((channel, feature), (0, 0.0))
+            self.leads[window.subsystem][(channel, feature)] = (count + 1, z if abs(z) > abs(strongest) else strongest)
 
     @property
     def subsystem(self) -> str:
@@ -115,6 +121,15 @@ class _OpenIncident:
         """The most frequent metric–feature pairs, strongest first among equals, with their strongest z."""
         pairs = sorted(self.evidence_counts, key=lambda p: (-self.evidence_counts[p], -abs(self.strongest_z[p]), p))
         return tuple((c, f, self.strongest_z[(c, f)]) for c, f in pairs[:EVIDENCE_LIMIT])
+
+    def told_evidence(self) -> tuple[tuple[str, str, float], ...]:
+        """The evidence an alert's words give: first the channels that led the windows named after the incident's
+        subsystem (most often first), then the most frequent pairs, so that a storage incident tells of its disk
+        before the CPU time that moved with it."""
+        named = self.leads.get(self.subsystem, {})
+        led = sorted(named, key=lambda p: (-named[p][0], -abs(named[p][1]), p))
+        told = [(c, f, named[(c, f)][1]) for c, f in led]
+        return tuple(told + [e for e in self.top_evidence() if e[:2] not in named])[:EVIDENCE_LIMIT]
 
     def snapshot(self) -> Incident:
         return Incident(self.incident_id, self.host, self.first_window_id, self.last_window_id, self.start_ns,
@@ -148,10 +163,11 @@ class IncidentTracker:
         self._hosts: dict[str, _HostState] = defaultdict(_HostState)
 
     def update(self, host: str, window_id: int, start_ns: int, end_ns: int, flagged: bool, severity: float,
-               subsystem: str, evidence=(), open_after: int | None = None) -> list[AlertEvent]:
+               subsystem: str, evidence=(), open_after: int | None = None, lead=None) -> list[AlertEvent]:
         """Feed one window's verdict; returns the alert events it causes. Late or repeated windows are ignored.
         `open_after`, when given, is how many consecutive flagged windows this window needs to open an incident,
-        instead of the tracker's."""
+        instead of the tracker's; `lead`, the strongest (channel, feature, z) of `subsystem`, which the alert's
+        words give first when the incident is named after it (evidence comes strongest first, of any subsystem)."""
         state = self._hosts[host]
         if state.last_window_id is not None and window_id <= state.last_window_id:
             return []
@@ -161,7 +177,8 @@ class IncidentTracker:
         if not flagged:
             state.pending = []
             return events
-        window = _FlaggedWindow(window_id, start_ns, end_ns, _finite(severity), subsystem, _triples(evidence))
+        window = _FlaggedWindow(window_id, start_ns, end_ns, _finite(severity), subsystem, _triples(evidence),
+                                _triples([lead])[0] if lead is not None else None)
         if state.incident and window_id - state.incident.last_window_id - 1 >= self.close_after:
             if not _only_its_symptoms(state.incident, window):
                 events += self._close(state, "")
@@ -260,7 +277,8 @@ class IncidentTracker:
         top = incident.top_evidence()
         signature = match_signature(top)
         event = AlertEvent(incident.incident_id, incident.host, state, incident.start_ns, incident.end_ns,
-                           incident.peak, incident.subsystem, _summary(incident, top, signature, reason),
+                           incident.peak, incident.subsystem,
+                           _summary(incident, incident.told_evidence(), signature, reason),
                            signature.hint if signature else "")
         if event == incident.last_event:
             return []

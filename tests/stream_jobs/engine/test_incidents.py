@@ -256,3 +256,16 @@ def test_alert_lifecycles_are_well_formed_and_never_repeat_an_event(steps, open_
         assert states[0] == "open" and states[-1] == "closed" and states.count("closed") == 1
         assert set(states[1:-1]) <= {"update"}
         assert all(a != b for a, b in zip(history, history[1:]))
+
+
+def test_an_incident_named_after_a_subsystem_tells_of_its_channels_before_the_cpu_time_that_moved_with_it():
+    tracker = IncidentTracker()
+    cpu = [("cpu.forks", "mean", 240.0), ("cpu.user.all", "mean", 125.0), ("cpu.user.cpu1", "mean", 118.0)]
+    disk = ("disk.time_reading_ms.vda", "std", 12.0)
+    events = []
+    for window in range(100, 104):
+        events += tracker.update("h1", window, 0, window, True, 20.0, "storage", cpu, lead=disk)
+    assert events[0].subsystem == "storage"
+    told = events[-1].summary.split("; ")[1]
+    assert told.startswith("disk.time_reading_ms.vda std z=+12.0"), events[-1].summary
+    assert tracker.open_incidents()[0].evidence[0] == ("cpu.forks", "mean", 240.0), "what routing holds is unchanged"
