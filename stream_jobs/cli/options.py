@@ -101,18 +101,6 @@ def existing_file(text: str) -> str:
     return text
 
 
-def windows_output(text: str) -> str:
-    """'-' (standard output), or a .csv or .jsonl file in a folder that exists."""
-    if text == "-":
-        return text
-    if not text.endswith((".csv", ".jsonl")):
-        raise argparse.ArgumentTypeError(f"{text!r}: the name must end in .csv or .jsonl (or be - for standard output)")
-    folder = os.path.dirname(text) or "."
-    if not os.path.isdir(folder):
-        raise argparse.ArgumentTypeError(f"{text!r}: folder {folder!r} does not exist")
-    return text
-
-
 def output_file(*suffixes: str):
     """A type for a file to write: in a folder that exists and, when `suffixes` are given, with one of them."""
     def output(text: str) -> str:
@@ -126,6 +114,11 @@ def output_file(*suffixes: str):
         return text
     output.__name__ = "output_file"
     return output
+
+
+def windows_output(text: str) -> str:
+    """'-' (standard output), or a .csv or .jsonl file in a folder that exists."""
+    return text if text == "-" else output_file(".csv", ".jsonl")(text)
 
 
 def writable_folder(text: str) -> str:
