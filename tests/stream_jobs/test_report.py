@@ -199,7 +199,7 @@ def test_command_writes_the_report(tmp_path):
                                                  "write_run(sys.argv[1])", data_dir_dsn(data_dir)],
                           capture_output=True, text=True, timeout=180, cwd=REPO)
     assert made.returncode == 0, made.stderr[-2000:]
-    out = tmp_path / "out" / "report.html"
+    out = tmp_path / "report.html"
     result = reveal("report", "--data-dir", str(data_dir), "--out", str(out))
     assert result.returncode == 0, result.stderr[-2000:]
     assert out.exists() and "report written to" in result.stdout and "report: reading" in result.stderr
