@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import os
@@ -15,7 +14,7 @@ import faust
 from schemas.topics import TopicNames, ensure_topics
 from stream_jobs.cli.options import (DSN_HELP, add_engine_options, add_kafka_options, add_retention_options,
                                      apply_retention, clickhouse_dsn, engine_settings, kafka_security,
-                                     positive_seconds)
+                                     positive_count, positive_seconds)
 from stream_jobs.catalog_preload import read_catalogs
 from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
 
@@ -42,7 +41,7 @@ def register(commands) -> None:
                         help="stop after this many seconds (default: run until stopped)")
     parser.add_argument("--until-idle", type=positive_seconds, default=None, metavar="S",
                         help="stop once no record has arrived for this many seconds (for replays and batch runs)")
-    parser.add_argument("--max-pending-rows", type=_positive_int, default=50_000, metavar="N",
+    parser.add_argument("--max-pending-rows", type=positive_count, default=50_000, metavar="N",
                         help="rows queued for ClickHouse at most; while it is unavailable and the queue is full, "
                              "consumption pauses (back-pressure, nothing dropped) (default: 50000)")
     parser.add_argument("--storage-retry-max", type=positive_seconds, default=30.0, metavar="S",
@@ -92,13 +91,6 @@ def handle(args) -> int:
         log.info("worker stopped: %s; stage %s; rows written %s", shell.counters, shell.stage.counters,
                  shell.writer.stats.rows)
     return status
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not a positive number")
-    return value
 
 
 def _done(shell: WorkerShell, started: float, duration: float | None, until_idle: float | None) -> bool:
