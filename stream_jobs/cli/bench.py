@@ -126,6 +126,9 @@ def handle_engine(args) -> int:
     total_ms = result.total_ms
     print(f"{'total_ms_per_host_window':36s} {total_ms:10.2f}  goal ≤ {ENGINE_GOALS['total_ms_per_host_window']:g}"
           f"  {'ok' if total_ms <= ENGINE_GOALS['total_ms_per_host_window'] else 'MISSED'}")
+    streak_ms, goal = total_ms + result.streak_micros / 1e3, ENGINE_GOALS["total_ms_per_host_window"]
+    print(f"{'total_ms_while_a_channel_holds_a_streak':36s} {streak_ms:10.2f}  goal ≤ {goal:g}  "
+          f"{'ok' if streak_ms <= goal else 'MISSED'}  (its seconds' medians, {result.streak_micros:.0f} µs, added)")
     print(f"{'host_windows_per_second_per_core':36s} {1e3 / total_ms:10.0f}")
     memory_mb = result.memory_bytes_per_host / 2**20
     print(f"{'memory_mb_per_host':36s} {memory_mb:10.2f}  goal ≤ {ENGINE_GOALS['memory_mb_per_host']:g}"

@@ -18,7 +18,9 @@ they rise (a channel that got steadier is not a fault by itself: its level tells
 width is at least `residual_floor` of its pruned channel's own spread over the baseline, so a small change in the ratio of
 two tightly coupled channels (bytes per segment) is not an event. A channel counts only once it has departed in
 `persist_windows` consecutive windows: one instant's burst appears in every overlapping window that holds it, never
-in more.
+in more. Two bursts a few seconds apart hold the window means out for twice as long, so a streak counts only while
+the window's median second departs too (a fault holds every second out), or once it has lasted `unconfirmed_after`
+windows (bursts that go on, a few a window).
 
 A busy channel's band spans the brief peaks of its baseline (a step's burst of CPU, an evaluation pass), so a fault
 that holds the channel at such a level for half a minute stays inside it. Each channel therefore also keeps a
@@ -41,6 +43,7 @@ from __future__ import annotations
 import warnings
 from collections import deque
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -64,6 +67,7 @@ class WatchSettings:
     departure: float = 1.0
     secondary_departure: float = 1.5
     persist_windows: int = 4
+    unconfirmed_after: int = 10
     sustained_windows: int = 16
     sustained_baseline: int = 300
     sustained_relative_floor: float = 1.0
@@ -217,6 +221,12 @@ class ChannelWatch:
         self.streak[:] = 0
         return self
 
+    def _confirmed(self, departure: np.ndarray, inner: np.ndarray) -> np.ndarray:
+        """True where no inner statistic is given, or where it departs on the same side as the window's own."""
+        inner_departure = self.bands.departure(inner)
+        same_side = np.sign(inner_departure) == np.sign(departure)
+        return np.isnan(inner) | (same_side & self._departing(inner_departure))
+
     def _departing(self, departure: np.ndarray) -> np.ndarray:
         """Columns out by their threshold: above their band, or below it unless they count only when they rise."""
         return (departure >= self.threshold) | (departure <= -self.falling_threshold)
@@ -228,9 +238,13 @@ class ChannelWatch:
         self.sustained_streak[:] = 0
         self.out_share[:], self.held_out_share[:] = 0.0, 0.0
 
-    def judge(self, means: np.ndarray) -> WatchVerdict:
+    def judge(self, means: np.ndarray, inner: Callable[[], np.ndarray | None] | None = None) -> WatchVerdict:
         """Judge one window's channel means; windows that do not depart join the history, and the bands are learned
-        again from it every `refit_every` windows."""
+        again from it every `refit_every` windows. `inner()` gives each column's statistic taken robustly within the
+        window (NaN where there is none; asked for only when a streak needs it): a column that has departed for a streak counts only while that departs too,
+        on the same side, so a burst of a second, or two of them a few seconds apart, which hold the window means out
+        for a streak, do not count, while a fault that holds the whole window out counts as soon as before; bursts
+        that go on (a streak of `unconfirmed_after` windows) count all the same."""
         if self.bands is None:
             raise RuntimeError("ChannelWatch.judge called before fit")
         self.last_observed = np.asarray(means, dtype=np.float64)
@@ -239,6 +253,10 @@ class ChannelWatch:
         self.streak = np.where(departing, self.streak + 1, 0)
         self.out_share += self._share_step * (departing - self.out_share)
         persisted = self.streak >= self.settings.persist_windows
+        unconfirmed = persisted & (self.streak < self.settings.unconfirmed_after)
+        values = inner() if inner is not None and unconfirmed.any() else None
+        if values is not None:
+            persisted &= ~unconfirmed | self._confirmed(departure, np.asarray(values, dtype=np.float64))
         if self.sustained is not None:
             held = self.sustained.departure(means)
             held_departing = self._departing(held)

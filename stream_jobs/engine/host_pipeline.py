@@ -128,6 +128,7 @@ class HostPipeline:
         self.counted = np.zeros(len(self.signal_names), dtype=bool)
         self.ratio_floors = np.zeros(len(self.signal_names))
         self.signal_levels = np.zeros(len(self.signal_names))
+        self.steady = np.zeros(len(self.signal_names), dtype=bool)
         self.watch = ChannelWatch(self._event_floors(), settings.watch)
         self._window_starts: deque = deque(maxlen=settings.watch.adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
@@ -271,7 +272,7 @@ class HostPipeline:
             return self._learn(window, seconds, signal, means)
         features = self.layout.compute(seconds, signal[:, self.kept])
         verdict = self.ensemble.judge(features[None, :])[0]
-        watched = self.watch.judge(self._watched(signal, means))
+        watched = self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
         self._window_starts.append(window.start_ns)
         multivariate = self.settings.ensemble_alerts and verdict.flagged
         flagged = watched.flagged or multivariate
@@ -321,6 +322,32 @@ class HostPipeline:
             warnings.simplefilter("ignore", RuntimeWarning)
             spreads = np.nanstd(signal, axis=0)
         return np.concatenate([means, spreads, *self.residuals.summary(signal)])
+
+    def _inner(self, signal: np.ndarray) -> np.ndarray | None:
+        """The watched columns' confirmations (see ChannelWatch.judge): each column as the median over the window's
+        seconds, so one second's burst does not move it; None for a window under three seconds."""
+        seconds = round(signal.shape[0] * self.settings.interval_s)
+        if seconds < 3:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmedian(np.stack([self._second(part) for part in np.array_split(signal, seconds)]), axis=0)
+
+    def _second(self, part: np.ndarray) -> np.ndarray:
+        """One second's watched columns. Signals that move at every step take its median step and quartile spread,
+        so that a burst straddling two seconds moves neither; others (read less often, or sparse) its mean and
+        standard deviation."""
+        watched = self._watched(part, _column_means(part))
+        steady = np.flatnonzero(self.steady)
+        if len(steady) and len(part) >= 4:
+            signals, rows = len(self.signal_names), len(part)
+            ordered = np.sort(part[:, steady], axis=0)  # a NaN sorts last and makes that signal's quartiles NaN
+            complete = np.isfinite(ordered[-1])
+            median = 0.5 * (ordered[(rows - 1) // 2] + ordered[rows // 2])
+            spread = (ordered[(3 * rows) // 4] - ordered[rows // 4]) / IQR_TO_SIGMA
+            watched[steady] = np.where(complete, median, np.nan)
+            watched[signals + steady] = np.where(complete, spread, np.nan)
+        return watched
 
     def watched_signal(self, index: int) -> int:
         """The signal a watched column belongs to (a residual's pruned signal)."""
@@ -377,7 +404,7 @@ class HostPipeline:
         if self.watch.bands is None or len(self.watch.event_floor) != 2 * len(self.signal_names):
             return None
         self._window_starts.append(window.start_ns)
-        return self.watch.judge(self._watched(signal, means))
+        return self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
 
     def carry_bands_from(self, previous: HostPipeline) -> int:
         """Take over the bands of the channels a previous pipeline of the same host (an older catalog) watched, so a
@@ -424,6 +451,7 @@ class HostPipeline:
         self.counted = counts_things(signals, np.asarray(self.signal_kinds) == "gauge")
         self.ratio_floors = self._ratio_floors(np.vstack(self._warmup_means))
         self.signal_levels = _medians(np.vstack(self._warmup_means))
+        self.steady = moves_every_step(signals)
         columns = 2 * len(self.signal_names) + 2 * len(self.residuals)
         baseline = np.full((len(self._warmup_means), columns), np.nan)
         for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
@@ -507,7 +535,8 @@ class HostPipeline:
                 "ensemble": self.ensemble.state(), "bands": self.watch.bands.to_json(),
                 "sustained_bands": self.watch.sustained.to_json() if self.watch.sustained is not None else None,
                 "residuals": self.residuals.to_json(), "counted": np.flatnonzero(self.counted).tolist(),
-                "ratio_floors": self.ratio_floors.tolist(), "signal_levels": self.signal_levels.tolist()}
+                "ratio_floors": self.ratio_floors.tolist(), "signal_levels": self.signal_levels.tolist(),
+                "steady": np.flatnonzero(self.steady).tolist()}
 
     def restore(self, state: dict) -> bool:
         """Take over a saved baseline if it was learned on the same channels; returns whether it was taken."""
@@ -519,6 +548,7 @@ class HostPipeline:
         self.ensemble = DetectorEnsemble.from_state(state["ensemble"])
         self.residuals = Residuals.from_json(state.get("residuals"))
         self.counted = np.isin(np.arange(len(self.signal_names)), state.get("counted", []))
+        self.steady = np.isin(np.arange(len(self.signal_names)), state.get("steady", []))
         self.ratio_floors = np.asarray(state.get("ratio_floors", np.zeros(len(self.signal_names))), dtype=np.float64)
         self.signal_levels = np.asarray(state.get("signal_levels", np.zeros(len(self.signal_names))), np.float64)
         self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns(),
@@ -632,6 +662,17 @@ def _largest(z: np.ndarray, columns: np.ndarray) -> float:
 
 def _indices(names: tuple[str, ...], wanted: tuple[str, ...], prefix: bool = False) -> list[int]:
     return [i for i, name in enumerate(names) if (name.startswith(wanted) if prefix else name in wanted)]
+
+
+IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
+
+
+def moves_every_step(signals: np.ndarray, share: float = 0.9) -> np.ndarray:
+    """Signals nonzero in at least `share` of the baseline's steps (read at every tick and always moving); a signal
+    read less often, or a sparse counter, is zero at most steps, and its median step says nothing."""
+    if signals.shape[0] == 0:
+        return np.zeros(signals.shape[1], dtype=bool)
+    return (np.isfinite(signals) & (signals != 0)).mean(axis=0) >= share
 
 
 def _column_means(signal: np.ndarray) -> np.ndarray:

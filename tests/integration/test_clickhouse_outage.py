@@ -67,6 +67,7 @@ def test_worker_holds_rows_while_clickhouse_refuses_them_then_writes_everything(
         kafka_bootstrap, f"chdb://{data}", topic_prefix, "worker", "--until-idle", "6", "--duration", "85",
         "--max-pending-rows", str(MAX_PENDING_ROWS), "--storage-retry-max", "2"))
     folders = wait_for_tables(data)
+    worker.wait_for("catalogs known before the first frame")  # tables made and retention set: now refuse inserts
     set_immutable(folders, True)
     try:
         worker.wait_for("ClickHouse unavailable")

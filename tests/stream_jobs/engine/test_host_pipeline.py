@@ -245,3 +245,19 @@ def test_a_window_claim_tells_of_a_channel_of_the_subsystem_the_window_is_named_
     assert flagged and {v.subsystem for v in flagged} == {"cpu"}, {v.subsystem for v in flagged}
     assert "mem.used" in {e.channel for v in flagged for e in v.evidence}, "the memory step is evidence too"
     assert all(v.claim.startswith("cpu.busy.") for v in flagged), [v.claim for v in flagged][:3]
+
+
+def test_two_one_second_bursts_a_few_seconds_apart_are_not_an_event_but_a_step_that_holds_is_found_as_soon():
+    def switches(extra):
+        state = {"total": 0.0}
+
+        def values(t, rng):
+            state["total"] += rng.poisson(40) + extra(t)
+            return [state["total"], 1000.0 * t]
+        return values
+    bursts = lambda t: 1000 if 210 <= t < 211 or 213 <= t < 214 else 0
+    assert not any(v.anomalous for v in _judge_steps(("cpu.context_switches", "net.tx_packets"),
+                                                     ("counter", "counter"), switches(bursts)))
+    step = [v for v in _judge_steps(("cpu.context_switches", "net.tx_packets"), ("counter", "counter"),
+                                    switches(lambda t: 200 if t >= 210 else 0)) if v.anomalous]
+    assert step and (step[0].end_ns - T0) / 1e9 - 210 <= 5.0
