@@ -97,6 +97,7 @@ class Agent:
         self.settings = settings
         self.sink = sink
         self.sequence = 0
+        self.last_values = None  # the latest frame's values, for --metrics-channels
         self.stats = TickStats()
         sources = collectors if collectors is not None else default_collectors(
             settings.procfs, settings.sysfs, settings.cgroup_parent, settings.source_groups, settings.net_procfs)
@@ -123,6 +124,7 @@ class Agent:
         frame = Frame(self.settings.host, self.settings.cluster, timestamp_ns, self.sequence,
                       self.registry.catalog.version, values)
         self.sequence += 1
+        self.last_values = values
         self.sink.on_frame(frame)
         return frame
 

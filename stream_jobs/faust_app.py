@@ -102,6 +102,7 @@ class WorkerShell:
         self.backoff = Backoff(first_s=min(0.5, settings.storage_retry_max_s), max_s=settings.storage_retry_max_s)
         self.paused = False
         self.acknowledge: Callable[[Hashable, int], None] = _unconnected  # the Faust app connects its consumer
+        self.highwater: Callable[[Hashable], int | None] = lambda tp: None  # the log end of a partition, for lag
 
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
         """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again."""
@@ -299,6 +300,15 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
         app.consumer.ack(Delivered(tp.topic, tp, offset))
 
     shell.acknowledge = acknowledge
+
+    def highwater(tp) -> int | None:
+        """The partition's log end as the consumer last fetched it (None before its first fetch)."""
+        try:
+            return app.consumer.highwater(tp)
+        except Exception:  # not started, or the partition no longer assigned: no figure rather than a failed scrape
+            return None
+
+    shell.highwater = highwater
 
     async def ready_to_process(message) -> bool:
         """Whether this record is the next one its partition owes the stage; after a gap, read again from it."""

@@ -166,6 +166,10 @@ class ReadCursors:
     def expected(self, partition: Hashable) -> int | None:
         return self._expected.get(partition)
 
+    def positions(self) -> dict[Hashable, int]:
+        """The next offset each positioned partition must deliver: with the log's end, the consumer's lag."""
+        return dict(self._expected)
+
     def judge(self, partition: Hashable, topic: str, offset: int) -> Verdict:
         expected = self._expected.get(partition)
         if expected is None:

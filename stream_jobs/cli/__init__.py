@@ -11,9 +11,9 @@ from sinks.clickhouse import StorageError
 from stream_jobs.allocator import tune_allocator
 from stream_jobs.cli.config import CONFIG_ENV, settle
 from stream_jobs.lab.hosts import LabError
-from stream_jobs.cli import agent, bench, channels, collect, detect, report, run, sql, worker, lab
+from stream_jobs.cli import agent, alerts, bench, channels, collect, detect, report, run, sql, worker, lab
 
-COMMANDS = (run, agent, worker, collect, detect, sql, channels, report, bench, lab)
+COMMANDS = (run, agent, worker, collect, detect, sql, alerts, channels, report, bench, lab)
 LONG_RUNNING = frozenset({"run", "agent", "worker", "collect"})  # these print their settings once on start
 
 

@@ -7,11 +7,13 @@ import logging
 from pathlib import Path
 
 from producers.agent import Agent, FanOutSink
+from producers.metrics import AgentMetrics, serve_metrics
 from producers.recording import RecordingWriter
 from producers.publisher import KafkaFramePublisher
 from schemas.topics import BrokerUnavailable, TopicNames, ensure_topics
 from stream_jobs.cli.options import (StopFlag, add_agent_options, add_kafka_options, agent_settings, kafka_security,
-                                     output_file, positive_count, positive_seconds, writable_folder)
+                                     listen_address, output_file, positive_count, positive_seconds,
+                                     writable_folder)
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,13 @@ def register(commands) -> None:
     parser.add_argument("--no-spool", action="store_true", help="keep frames only in the Kafka client's memory")
     parser.add_argument("--record", type=output_file(".avro"), default=None, metavar="FILE.avro",
                         help="also record every frame and catalog to this Avro file, as 'reveal collect' does")
+    parser.add_argument("--metrics-listen", type=listen_address, default=None, metavar="HOST:PORT",
+                        help="serve the agent's health (ticks, lag, channels, frames sent, spooled and dropped, "
+                             "per-source reads, failures and read time) for Prometheus at http://HOST:PORT/metrics "
+                             "(default: off)")
+    parser.add_argument("--metrics-channels", action="store_true",
+                        help="with --metrics-listen: also serve every channel's latest value as "
+                             "reveal_channel{channel,subsystem,kind,unit,device}, for an existing Prometheus")
     parser.set_defaults(handler=handle)
 
 
@@ -52,6 +61,9 @@ def handle(args) -> int:
                                     before_replay=None if reachable else lambda: ensure_topics(admin, topics))
     recording = RecordingWriter(args.record) if args.record else None
     agent = Agent(settings, FanOutSink(publisher, recording) if recording else publisher)
+    metrics = None
+    if args.metrics_listen:
+        metrics = serve_metrics(AgentMetrics(agent, publisher, args.metrics_channels), args.metrics_listen)
     try:
         stats = agent.run(StopFlag(args.duration))
     finally:
@@ -59,6 +71,8 @@ def handle(args) -> int:
         if recording is not None:
             recording.close()
     undelivered = publisher.close()
+    if metrics is not None:
+        metrics.shutdown()
     log.info("agent stopped: %d frames sampled, %d delivered, %d failed, %d undelivered, %d ticks skipped",
              stats.ticks, publisher.stats.delivered, publisher.stats.failed, undelivered, stats.skipped)
     return 1 if undelivered or publisher.stats.failed else 0

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from sinks import retrospectives
 from sinks.clickhouse import (CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS, ClickHouseReader, StorageError,
                               data_dir_dsn)
 from stream_jobs.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn
@@ -23,7 +24,9 @@ def register(commands) -> None:
         description=textwrap.fill(
             "Run one SQL query in the 'reveal' database and print the rows. Values are bound as parameters: write "
             "{name:Type} in the query and pass --param name=value. The query only reads unless --write is given. A "
-            "data folder that a reveal run is writing is queried through that run.", 100),
+            "data folder that a reveal run is writing is queried through that run. --list shows the named "
+            "retrospectives (which hosts were anomalous and why, a job's top evidence, a host against its peers, "
+            "recurring incidents, week over week, retransmission verdicts, …) and --query NAME runs one.", 100),
         epilog=tables_epilog())
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--clickhouse", metavar="DSN", help=DSN_HELP)
@@ -36,7 +39,12 @@ def register(commands) -> None:
                              "runs read-only")
     parser.add_argument("--format", choices=("table", "tsv", "jsonl"), default="table",
                         help="table for people, tsv or jsonl (one JSON object per row) for scripts (default: table)")
-    parser.add_argument("query", help='for example "SELECT host, count() FROM windows GROUP BY host"')
+    parser.add_argument("--query", metavar="NAME", dest="named",
+                        help="run the named retrospective NAME (see --list) with its parameters from --param")
+    parser.add_argument("--list", action="store_true",
+                        help="list the named retrospectives, what each answers and its parameters, and exit")
+    parser.add_argument("query", nargs="?",
+                        help='for example "SELECT host, count() FROM windows GROUP BY host"; not with --query')
     parser.set_defaults(handler=handle)
 
 
@@ -53,15 +61,19 @@ def tables_epilog() -> str:
 def handle(args) -> int:
     from stream_jobs.cli import CommandError
 
+    if args.list:
+        print_retrospectives(sys.stdout)
+        return 0
     parameters = {}
     for item in args.param:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise CommandError(f"--param {item!r} must look like NAME=VALUE")
         parameters[name] = value
+    statement, parameters = _statement(args, parameters)
     reader = open_reader(args)
     try:
-        columns, rows = reader.query(args.query, parameters or None)
+        columns, rows = reader.query(statement, parameters or None)
     except StorageError as error:
         raise CommandError(_explained(str(error))) from None
     finally:
@@ -72,6 +84,34 @@ def handle(args) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the reader left: nothing more to say
     return 0
+
+
+def _statement(args, parameters: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The SQL to run and its bound parameters: the query given, or the named retrospective with its defaults."""
+    from stream_jobs.cli import CommandError
+
+    if args.named and args.query:
+        raise CommandError("give either a query or --query NAME, not both")
+    if not args.named and not args.query:
+        raise CommandError("give a query, --query NAME (a named retrospective) or --list")
+    if not args.named:
+        return args.query, parameters
+    try:
+        retrospective = retrospectives.load(args.named)
+        return retrospective.sql, retrospective.bound(parameters)
+    except retrospectives.RetrospectiveError as error:
+        raise CommandError(str(error)) from None
+
+
+def print_retrospectives(out) -> None:
+    """Each named retrospective: its name, what it answers, and its parameters."""
+    for name, retrospective in retrospectives.retrospectives().items():
+        print(name, file=out)
+        print(textwrap.fill(retrospective.question, 100, initial_indent="    ", subsequent_indent="    "), file=out)
+        for parameter in retrospective.parameters:
+            print(textwrap.fill(parameter.usage(), 100, initial_indent="    --param ",
+                                subsequent_indent=" " * 12), file=out)
+    print("run one: reveal sql --query NAME [--param NAME=VALUE ...]", file=out)
 
 
 def open_reader(args):

@@ -11,12 +11,14 @@ import time
 
 import faust
 
+from producers.metrics import serve_metrics
 from schemas.topics import TopicNames, ensure_topics
 from stream_jobs.cli.options import (DSN_HELP, add_engine_options, add_kafka_options, add_retention_options,
-                                     apply_retention, clickhouse_dsn, engine_settings, kafka_security,
+                                     apply_retention, clickhouse_dsn, engine_settings, kafka_security, listen_address,
                                      positive_count, positive_seconds)
 from stream_jobs.catalog_preload import read_catalogs
 from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
+from stream_jobs.worker_metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,10 @@ def register(commands) -> None:
     parser.add_argument("--storage-retry-max", type=positive_seconds, default=30.0, metavar="S",
                         help="longest wait between attempts while ClickHouse refuses inserts; waits start at 0.5 s "
                              "and double (default: 30)")
+    parser.add_argument("--metrics-listen", type=listen_address, default=None, metavar="HOST:PORT",
+                        help="serve the worker's health (records, frames, windows, anomalies, open incidents, "
+                             "storage queue and errors, consumer lag per partition, dead letters) for Prometheus at "
+                             "http://HOST:PORT/metrics (default: off)")
     add_engine_options(parser)
     add_retention_options(parser)
     parser.set_defaults(handler=handle)
@@ -61,6 +67,7 @@ def handle(args) -> int:
     client_config = {"bootstrap.servers": args.bootstrap, **settings.security.client_config()}
     ensure_topics(client_config, TopicNames(args.topic_prefix))
     shell = WorkerShell(settings)
+    metrics = serve_metrics(WorkerMetrics(shell, args.group), args.metrics_listen) if args.metrics_listen else None
     shell.storage_thread.submit(apply_retention, shell.writer, args).result()
     catalogs = read_catalogs(args.bootstrap, settings.topics.catalog, client_config=client_config)
     for catalog in catalogs:
@@ -90,6 +97,8 @@ def handle(args) -> int:
         shell.close(close_incidents=run_ended.is_set())
         log.info("worker stopped: %s; stage %s; rows written %s", shell.counters, shell.stage.counters,
                  shell.writer.stats.rows)
+        if metrics is not None:
+            metrics.shutdown()
     return status
 
 
