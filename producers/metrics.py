@@ -7,7 +7,6 @@ Names follow Prometheus conventions: `reveal_agent_…`, counters ending in `_to
 from __future__ import annotations
 
 import logging
-import re
 
 from prometheus_client import CollectorRegistry as PrometheusRegistry
 from prometheus_client import ProcessCollector, start_http_server
@@ -17,9 +16,6 @@ from prometheus_client.registry import Collector
 __all__ = ["AgentMetrics", "counter_family", "gauge_family", "serve_metrics"]
 
 log = logging.getLogger(__name__)
-
-_INVALID_LABEL_TEXT = re.compile(r"[\x00-\x1f]")
-
 
 class AgentMetrics(Collector):
     """Ticks, lag, channels, frames sent, spooled and dropped, and per-source reads, failures and read time; with
@@ -93,7 +89,7 @@ class AgentMetrics(Collector):
             return family
         for channel, value in zip(self.agent.registry.catalog.channels, values):
             family.add_metric([host, channel.name, channel.subsystem, channel.kind, channel.unit,
-                               _INVALID_LABEL_TEXT.sub("", channel.device)], float(value))
+                               channel.device], float(value))
         return family
 
 

@@ -90,34 +90,35 @@ def with_planted_configuration(items, host: str, channel: str, value: float):
         yield item
 
 
-def recorded_run_items():
+def store_recorded_run(writer) -> None:
+    """Run the recorded lab run (with its planted configuration difference) through the embedded runner into
+    `writer`, as `reveal run` stores it while it runs: incidents still open are left open."""
+    import json
+
+    from schemas.records import Catalog
+    from stream_jobs.embedded import EmbeddedRunner
+    from stream_jobs.host_stage import HostStage
+    from stream_jobs.lab.ingest import LIVE_MODE, engine_settings_for
     from stream_jobs.lab.replay import merged_recordings
 
-    return with_planted_configuration(merged_recordings(sorted((RECORDED_RUN / "telemetry").glob("*.avro"))),
-                                      *PLANTED_CONFIGURATION)
+    meta = json.loads((RECORDED_RUN / "run.json").read_text())
+    runner = EmbeddedRunner(HostStage(engine_settings_for(meta["baseline_s"], LIVE_MODE, meta["seed"])), writer,
+                            flush_every_s=5.0)
+    items = merged_recordings(sorted((RECORDED_RUN / "telemetry").glob("*.avro")))
+    for item in with_planted_configuration(items, *PLANTED_CONFIGURATION):
+        (runner.on_catalog if isinstance(item, Catalog) else runner.on_frame)(item)
+    runner.flush()
 
 
 @pytest.fixture(scope="session")
 def recorded_run(chdb_dsn) -> str:
-    """A database filled by the embedded runner from a real recorded lab run (six hosts training; 1 % packet loss,
-    CPU contention and a storage burst, and one host's IP default TTL planted unlike its peers'): frames, catalogs,
-    windows, anomalies, incidents and retransmission verdicts as `reveal run` stores them while it runs (incidents
-    still open are left open). Returns the database's name in `chdb_dsn`."""
-    import json
-
-    from schemas.records import Catalog
+    """A database filled by the embedded runner from a real recorded lab run (six hosts training, 16 faults, and one
+    host's IP default TTL planted unlike its peers'): frames, catalogs, windows, anomalies, incidents and
+    retransmission verdicts. Returns the database's name in `chdb_dsn`."""
     from sinks.clickhouse import ClickHouseWriter
-    from stream_jobs.embedded import EmbeddedRunner
-    from stream_jobs.host_stage import HostStage
-    from stream_jobs.lab.ingest import LIVE_MODE, engine_settings_for
 
-    meta = json.loads((RECORDED_RUN / "run.json").read_text())
     database = "recorded_run"
     writer = ClickHouseWriter(chdb_dsn, database, max_pending_rows=10**7)
-    runner = EmbeddedRunner(HostStage(engine_settings_for(meta["baseline_s"], LIVE_MODE, meta["seed"])), writer,
-                            flush_every_s=5.0)
-    for item in recorded_run_items():
-        (runner.on_catalog if isinstance(item, Catalog) else runner.on_frame)(item)
-    runner.flush()
+    store_recorded_run(writer)
     writer.close()
     return database

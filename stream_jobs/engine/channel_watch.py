@@ -49,6 +49,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 MAD_TO_SIGMA = 1.4826
+IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
 
 
 @dataclass(frozen=True)
@@ -241,10 +242,11 @@ class ChannelWatch:
     def judge(self, means: np.ndarray, inner: Callable[[], np.ndarray | None] | None = None) -> WatchVerdict:
         """Judge one window's channel means; windows that do not depart join the history, and the bands are learned
         again from it every `refit_every` windows. `inner()` gives each column's statistic taken robustly within the
-        window (NaN where there is none; asked for only when a streak needs it): a column that has departed for a streak counts only while that departs too,
-        on the same side, so a burst of a second, or two of them a few seconds apart, which hold the window means out
-        for a streak, do not count, while a fault that holds the whole window out counts as soon as before; bursts
-        that go on (a streak of `unconfirmed_after` windows) count all the same."""
+        window (NaN where there is none; asked for only when a streak needs it): a column that has departed for a
+        streak counts only while that departs too, on the same side, so a burst of a second, or two of them a few
+        seconds apart, which hold the window means out for a streak, do not count, while a fault that holds the whole
+        window out counts as soon as before; bursts that go on (a streak of `unconfirmed_after` windows) count all
+        the same."""
         if self.bands is None:
             raise RuntimeError("ChannelWatch.judge called before fit")
         self.last_observed = np.asarray(means, dtype=np.float64)

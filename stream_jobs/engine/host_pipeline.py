@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
-from stream_jobs.engine.channel_watch import (ChannelBands, ChannelWatch, WatchSettings, WatchVerdict, counts_things,
-                                              event_floor)
+from stream_jobs.engine.channel_watch import (IQR_TO_SIGMA, ChannelBands, ChannelWatch, WatchSettings, WatchVerdict,
+                                              counts_things, event_floor)
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import standard_detectors
@@ -662,9 +662,6 @@ def _largest(z: np.ndarray, columns: np.ndarray) -> float:
 
 def _indices(names: tuple[str, ...], wanted: tuple[str, ...], prefix: bool = False) -> list[int]:
     return [i for i, name in enumerate(names) if (name.startswith(wanted) if prefix else name in wanted)]
-
-
-IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
 
 
 def moves_every_step(signals: np.ndarray, share: float = 0.9) -> np.ndarray:

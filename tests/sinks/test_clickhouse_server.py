@@ -16,18 +16,11 @@ SERVER = os.environ.get("REVEAL_TEST_CLICKHOUSE_URL", "")
 
 @pytest.fixture(scope="module")
 def server_database():
-    from schemas.records import Catalog
-    from stream_jobs.embedded import EmbeddedRunner
-    from stream_jobs.host_stage import HostStage
-    from stream_jobs.lab.ingest import LIVE_MODE, engine_settings_for
-    from tests.conftest import recorded_run_items
+    from tests.conftest import store_recorded_run
 
     database = f"reveal_test_{uuid.uuid4().hex[:8]}"
     writer = ClickHouseWriter(SERVER, database, max_pending_rows=10**7)
-    runner = EmbeddedRunner(HostStage(engine_settings_for(70.0, LIVE_MODE, 7)), writer, flush_every_s=5.0)
-    for item in recorded_run_items():
-        (runner.on_catalog if isinstance(item, Catalog) else runner.on_frame)(item)
-    runner.close()
+    store_recorded_run(writer)
     yield database
     writer.command(f"DROP DATABASE IF EXISTS {database}")
     writer.close()
