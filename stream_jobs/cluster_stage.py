@@ -240,16 +240,19 @@ class ClusterStage:
         window); a channel of a cause with none joins an incident of the host that began within
         JOIN_WITHIN_WINDOWS windows (the effects of one fault reach other subsystems within seconds: writes fill a
         disk queue, dirty pages and I/O wait), and with none begins its cause's own incident. A channel that departs
-        later, in a subsystem with no incident of its own, is a new cause."""
+        later, in a subsystem with no incident of its own, is a new cause. A quiet incident (one held open in case its
+        symptom returns) takes back only the channels it held: others of its subsystem are a new fault's."""
         live = {cause for cause in self._causes[host] if self.incidents.open_since_ns(_cause_key(host, cause))
                 is not None}
+        quiet = {cause: self.incidents.held_quietly(_cause_key(host, cause), window_id) for cause in live}
         began = {cause: window for cause, window in self._began[host].items() if cause in live}
         owner = {name: lead for name, lead in self._owner[host].items() if lead in live}
         routed: dict[str, list[PersistedChannel]] = defaultdict(list)
         for cause, mine in causes:
             for persisted in mine:
                 name = names[persisted.index]
-                target = owner.get(name) or (cause if cause in live else _recent_lead(began, window_id))
+                resumes = cause in live and (quiet.get(cause) is None or name in quiet[cause])
+                target = owner.get(name) or (cause if resumes else _recent_lead(began, window_id))
                 if target is None:
                     target, began[cause] = cause, window_id
                     live.add(cause)

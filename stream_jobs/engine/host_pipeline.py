@@ -213,7 +213,7 @@ class HostPipeline:
         return [self._judge(w) for w in windows if not self._judged_before_restore(w)]
 
     def needed_since_ns(self) -> int | None:
-        """The oldest frame instant this pipeline's state still depends on: the start of a baseline being learned,
+        """The oldest frame instant this pipeline's state still depends on: the first frame of a baseline being learned,
         else of the first window of the channels' current run of departures, else of the next window. A worker that
         restarts from there rebuilds the same state."""
         window_start = self.assembler.needed_since_ns()
@@ -273,7 +273,7 @@ class HostPipeline:
         features = self.layout.compute(seconds, signal[:, self.kept])
         verdict = self.ensemble.judge(features[None, :])[0]
         watched = self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
-        self._window_starts.append(window.start_ns)
+        self._window_starts.append(int(window.timestamps_ns[0]))
         multivariate = self.settings.ensemble_alerts and verdict.flagged
         flagged = watched.flagged or multivariate
         refitted = self._remember(features, flagged)
@@ -377,7 +377,7 @@ class HostPipeline:
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
         if not self._warmup_features:
-            self.learning_since_ns = window.start_ns
+            self.learning_since_ns = int(window.timestamps_ns[0])
         self._warmup_features.append(self.full_layout.compute(seconds, signal))
         self._warmup_means.append(means)
         if self.windows_seen % max(1, round(self.settings.window_s / self.settings.stride_s)) == 0:
@@ -403,7 +403,7 @@ class HostPipeline:
         """Channels that kept their bands through a catalog change are still judged while the rest is learned."""
         if self.watch.bands is None or len(self.watch.event_floor) != 2 * len(self.signal_names):
             return None
-        self._window_starts.append(window.start_ns)
+        self._window_starts.append(int(window.timestamps_ns[0]))
         return self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
 
     def carry_bands_from(self, previous: HostPipeline) -> int:

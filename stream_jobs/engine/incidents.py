@@ -233,6 +233,15 @@ class IncidentTracker:
             return state.incident.start_ns
         return state.pending[0].start_ns if state.pending else None
 
+    def held_quietly(self, host: str, window_id: int) -> frozenset[str] | None:
+        """The channels of the host's incident when it is quiet (no anomalous window for `close_after` windows,
+        held open only in case its symptom returns); None when it is not quiet or there is none."""
+        state = self._hosts.get(host)
+        incident = state.incident if state is not None else None
+        if incident is None or window_id - incident.last_window_id - 1 < self.close_after:
+            return None
+        return frozenset(channel for channel, _ in incident.evidence_counts)
+
     def forget(self, host: str) -> None:
         """Drop the host's incident state, e.g. when another worker takes the host over."""
         self._hosts.pop(host, None)
@@ -372,6 +381,15 @@ class RegimeDetector:
         if previous is None:
             return None
         return "workload started" if side == "busy" else "workload stopped"
+
+    def held_quietly(self, host: str, window_id: int) -> frozenset[str] | None:
+        """The channels of the host's incident when it is quiet (no anomalous window for `close_after` windows,
+        held open only in case its symptom returns); None when it is not quiet or there is none."""
+        state = self._hosts.get(host)
+        incident = state.incident if state is not None else None
+        if incident is None or window_id - incident.last_window_id - 1 < self.close_after:
+            return None
+        return frozenset(channel for channel, _ in incident.evidence_counts)
 
     def forget(self, host: str) -> None:
         self._hosts.pop(host, None)

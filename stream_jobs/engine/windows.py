@@ -1,6 +1,9 @@
 """Per-host sliding windows over frames: W seconds every S seconds, aligned to multiples of S since the epoch.
 
-Alignment to the epoch makes a window's id (its end divided by the stride) the same in live and replayed runs.
+Alignment to the epoch makes a window's id (its end divided by the stride) the same in live and replayed runs. A
+window opens with the last frame before its start, so its steps span the whole window: a counter a collector reads
+once a second moves W/S times in every window, whatever the phase of its reads against the window's edges (without
+that frame, one phase in ten would see a 3 s window move twice and read a third below its rate).
 Frames must arrive in time order per host; late and duplicate frames are dropped and counted, never fatal.
 """
 
@@ -14,7 +17,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Window:
-    """The frames of one host that fall in [start_ns, end_ns)."""
+    """The frames of one host that fall in [start_ns, end_ns), after the last frame before start_ns when there is
+    one (the window's opening frame)."""
 
     window_id: int
     start_ns: int
@@ -67,8 +71,9 @@ class WindowAssembler:
         return windows
 
     def needed_since_ns(self) -> int | None:
-        """The oldest instant a window still to come can hold: earlier frames are no longer needed."""
-        return None if self._next_end is None else self._next_end - self.window_ns
+        """The oldest instant a window still to come can hold, its opening frame included (one stride earlier than
+        its start, which holds it unless frames stopped for a stride): earlier frames are no longer needed."""
+        return None if self._next_end is None else self._next_end - self.window_ns - self.stride_ns
 
     def _first_end(self, timestamp_ns: int) -> int:
         """The first window end whose whole window lies after the first frame."""
@@ -77,9 +82,10 @@ class WindowAssembler:
 
     def _cut(self, end_ns: int) -> Window | None:
         start_ns = end_ns - self.window_ns
-        while self._frames and self._frames[0][0] < start_ns:
+        while len(self._frames) > 1 and self._frames[1][0] < start_ns:
             self._frames.popleft()
-        if len(self._frames) < self.min_frames:
+        opening = int(bool(self._frames) and self._frames[0][0] < start_ns)
+        if len(self._frames) - opening < self.min_frames:
             self.counters.sparse_windows += 1
             return None
         self.counters.emitted += 1

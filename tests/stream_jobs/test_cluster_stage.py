@@ -205,7 +205,8 @@ def test_a_spread_far_out_for_one_window_opens_nothing_but_held_a_second_it_does
         == [("h1", 25)]
 
 
-CHANNELS = {"disk.busy": "storage", "mem.dirty": "memory", "cpu.iowait": "cpu", "mem.anon": "memory"}
+CHANNELS = {"disk.busy": "storage", "mem.dirty": "memory", "cpu.iowait": "cpu", "mem.anon": "memory",
+            "cpu.busy": "cpu"}
 
 
 def _host_window(window_id: int, departing: dict[str, float], reported: dict[str, float] | None = None) -> HostWindow:
@@ -328,3 +329,18 @@ def test_an_incident_whose_cpu_time_moves_with_memory_is_named_memory():
     windows = [_host_window(w, {"cpu.iowait": 12.0, "mem.dirty": 3.0} if 10 <= w < 30 else {}) for w in range(60)]
     [opened] = _opened(windows)
     assert opened.subsystem == "memory" and "cpu.iowait" in opened.summary
+
+
+def test_a_quiet_incident_takes_back_its_own_channels_but_not_a_new_faults():
+    """A burner's CPU incident is quiet (held open in case its busy time returns) when a write burst fills the disk
+    and raises I/O wait in the same window: one storage incident, not the old CPU one resumed beside it."""
+    windows = []
+    for window_id in range(220):
+        departing = {"cpu.busy": 20.0} if 10 <= window_id < 30 else {}
+        if 110 <= window_id < 130:
+            departing.update({"disk.busy": 50.0, "cpu.iowait": 12.0})
+        windows.append(_host_window(window_id, departing))
+    opened = _opened(windows)
+    assert [((a.start_ns - T0) // 10**9, a.subsystem) for a in opened] == [(10, "cpu"), (110, "storage")]
+    resumed = [_host_window(w, {"cpu.busy": 20.0} if 10 <= w < 30 or 110 <= w < 130 else {}) for w in range(220)]
+    assert [((a.start_ns - T0) // 10**9) for a in _opened(resumed)] == [10]

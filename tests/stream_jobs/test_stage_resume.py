@@ -63,11 +63,12 @@ def test_stage_resumed_from_what_it_still_needed_stores_what_an_uninterrupted_on
     assert store.alerts.keys() == expected.alerts.keys()
 
 
-def test_a_stage_whose_channels_are_departing_needs_the_first_window_of_their_run_again():
+def test_a_stage_whose_channels_are_departing_needs_the_first_window_of_their_run_again_with_its_opening_frame():
     stage = HostStage(SETTINGS)
     stage.on_catalog(CATALOG)
     verdicts = [v for frame in FRAMES[:700] for v in stage.on_frame(frame).verdicts]
     runs = [v.watch.streak.max() if v.watch is not None else 0 for v in verdicts]
     assert runs[-1] >= SETTINGS.watch.persist_windows, "the step change has been departing for a while"
     first_of_run = verdicts[len(verdicts) - runs[-1]]
-    assert stage.needed_since_ns("resume-host") == first_of_run.start_ns
+    opening = max(f.timestamp_ns for f in FRAMES if f.timestamp_ns < first_of_run.start_ns)
+    assert stage.needed_since_ns("resume-host") == opening
