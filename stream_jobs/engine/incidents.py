@@ -382,15 +382,6 @@ class RegimeDetector:
             return None
         return "workload started" if side == "busy" else "workload stopped"
 
-    def held_quietly(self, host: str, window_id: int) -> frozenset[str] | None:
-        """The channels of the host's incident when it is quiet (no anomalous window for `close_after` windows,
-        held open only in case its symptom returns); None when it is not quiet or there is none."""
-        state = self._hosts.get(host)
-        incident = state.incident if state is not None else None
-        if incident is None or window_id - incident.last_window_id - 1 < self.close_after:
-            return None
-        return frozenset(channel for channel, _ in incident.evidence_counts)
-
     def forget(self, host: str) -> None:
         self._hosts.pop(host, None)
 
