@@ -1,1 +1,1 @@
-"""Stream jobs: the pure detection engine (engine/) and the shells that run it: Faust, embedded, offline."""
+"""Stream jobs: the pure detection engine (engine/), the host and cluster stages around it, and the runners that feed them: the Faust worker, the embedded runner and the offline runner."""

@@ -10,7 +10,7 @@ from schemas.records import Catalog, Frame
 from sinks.clickhouse import ClickHouseWriter
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.host_stage import HostStage, StageOutput
-from stream_jobs.live.state import LiveState
+from stream_jobs.live_state import LiveState
 from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
 
 log = logging.getLogger(__name__)

@@ -98,8 +98,8 @@ def store_recorded_run(writer) -> None:
     from schemas.records import Catalog
     from stream_jobs.embedded import EmbeddedRunner
     from stream_jobs.host_stage import HostStage
-    from stream_jobs.lab.ingest import LIVE_MODE, engine_settings_for
-    from stream_jobs.lab.replay import merged_recordings
+    from reveal.lab.ingest import LIVE_MODE, engine_settings_for
+    from reveal.lab.replay import merged_recordings
 
     meta = json.loads((RECORDED_RUN / "run.json").read_text())
     runner = EmbeddedRunner(HostStage(engine_settings_for(meta["baseline_s"], LIVE_MODE, meta["seed"])), writer,

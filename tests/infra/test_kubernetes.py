@@ -8,8 +8,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from stream_jobs.cli import build_parser, configurable_commands
-from stream_jobs.cli.config import convert, file_values, options_of
+from reveal.cli import build_parser, configurable_commands
+from reveal.cli.config import convert, file_values, options_of
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "infra" / "k8s"

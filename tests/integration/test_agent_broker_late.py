@@ -19,7 +19,7 @@ def test_an_agent_started_before_its_broker_spools_from_the_first_frame_and_deli
                                                                                              tmp_path):
     broker = OwnBroker(tmp_path / "kafka", port=19093)
     names = TopicNames("late-broker.")
-    agent = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "agent", "--bootstrap", broker.bootstrap,
+    agent = subprocess.Popen([sys.executable, "-m", "reveal.cli", "agent", "--bootstrap", broker.bootstrap,
                               "--topic-prefix", names.prefix, "--spool-dir", str(tmp_path / "spool"), "--duration",
                               "40", "--interval", "0.5", "--host", "late-host"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -45,7 +45,7 @@ def test_an_agent_started_before_its_broker_spools_from_the_first_frame_and_deli
 
 def test_an_agent_that_stops_while_its_broker_is_down_ends_at_once_and_keeps_its_frames_in_the_spool(tmp_path):
     started = time.monotonic()
-    agent = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "agent", "--bootstrap", "127.0.0.1:1",
+    agent = subprocess.run([sys.executable, "-m", "reveal.cli", "agent", "--bootstrap", "127.0.0.1:1",
                             "--spool-dir", str(tmp_path / "spool"), "--duration", "3", "--interval", "0.5",
                             "--host", "down-host"], capture_output=True, text=True, timeout=120)
     took = time.monotonic() - started

@@ -18,7 +18,7 @@ def event(state: str, end_s: int, cluster: str = "c1", severity: float = 12.0, a
 
 
 def reveal_alerts(bootstrap: str, prefix: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "stream_jobs.cli", "alerts", "--bootstrap", bootstrap, "--topic-prefix", prefix,
+    return [sys.executable, "-m", "reveal.cli", "alerts", "--bootstrap", bootstrap, "--topic-prefix", prefix,
             *args]
 
 

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_bench_agent_prints_its_figures(kafka_bootstrap):
-    result = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "--log-level", "WARNING", "bench", "agent",
+    result = subprocess.run([sys.executable, "-m", "reveal.cli", "--log-level", "WARNING", "bench", "agent",
                              "--duration", "3", "--bootstrap", kafka_bootstrap],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

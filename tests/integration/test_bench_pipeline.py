@@ -9,7 +9,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_bench_pipeline_prints_positive_figures(kafka_bootstrap):
-    result = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "--log-level", "WARNING", "bench", "pipeline",
+    result = subprocess.run([sys.executable, "-m", "reveal.cli", "--log-level", "WARNING", "bench", "pipeline",
                              "--hosts", "2", "--channels", "20", "--duration", "30", "--bootstrap", kafka_bootstrap],
                             capture_output=True, text=True, timeout=150)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -39,7 +39,7 @@ def sasl_broker(kafka_bootstrap, tmp_path):
 
 def _reveal(*argv: str, password: str = PASSWORD, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "REVEAL_KAFKA_SASL_PASSWORD": password}
-    return subprocess.run([sys.executable, "-m", "stream_jobs.cli", *argv], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "reveal.cli", *argv], env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -58,7 +58,7 @@ def test_agent_and_worker_authenticate_and_never_show_the_password(sasl_broker, 
     worker = _reveal("worker", *SASL, "--topic-prefix", names.prefix, "--group", "sasl-worker", "--clickhouse",
                      f"chdb://{tmp_path / 'ch'}", "--until-idle", "8", "--warmup-windows", "10")
     assert worker.returncode == 0, worker.stderr[-2000:]
-    count = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "sql", "--clickhouse", f"chdb://{tmp_path / 'ch'}",
+    count = subprocess.run([sys.executable, "-m", "reveal.cli", "sql", "--clickhouse", f"chdb://{tmp_path / 'ch'}",
                             "--format", "jsonl", "SELECT count() AS n FROM windows"], capture_output=True, text=True)
     assert '"n": ' in count.stdout and int(count.stdout.split('"n": ')[1].split("}")[0]) >= 5
     for output in (agent.stdout, agent.stderr, worker.stdout, worker.stderr):

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from stream_jobs.lab.faults import FaultSpec, make_fault
-from stream_jobs.lab.hosts import LabLock, LabNetwork, remove_leftovers, run_command
+from reveal.lab.faults import FaultSpec, make_fault
+from reveal.lab.hosts import LabLock, LabNetwork, remove_leftovers, run_command
 
 MISSING = [tool for tool in ("ip", "nft") if shutil.which(tool) is None]
 
@@ -172,7 +172,7 @@ def test_an_interrupted_run_removes_its_hosts_and_processes(tmp_path):
     scenario.write_text('name = "tiny"\nhosts = ["h1", "h2"]\nworkloads = ["train"]\nduration_s = 60\n'
                         'baseline_s = 30\nwarmup_s = 2\n[[fault]]\nkind = "packet_loss"\nhost = "h2"\n'
                         'start_s = 35\nduration_s = 10\nmagnitude = 0.01\n')
-    run = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "lab", "run", "--scenario", str(scenario),
+    run = subprocess.Popen([sys.executable, "-m", "reveal.cli", "lab", "run", "--scenario", str(scenario),
                             "--embedded", "--out", str(tmp_path / "runs")], stderr=subprocess.PIPE, text=True)
     tag = ""
     for line in run.stderr:

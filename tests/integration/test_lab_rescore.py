@@ -11,9 +11,9 @@ import pytest
 
 from schemas.records import Alert, Anomaly
 from sinks.clickhouse import data_dir_dsn
-from stream_jobs.lab.ingest import THRESHOLD_MODES, load_run, replay_run
-from stream_jobs.lab.replay import incidents, reported
-from stream_jobs.lab.scoring import HEADLINE
+from reveal.lab.ingest import THRESHOLD_MODES, load_run, replay_run
+from reveal.lab.replay import incidents, reported
+from reveal.lab.scoring import HEADLINE
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -42,7 +42,7 @@ magnitude = 0.02
 
 
 def reveal(*args: str, timeout: float = 400) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "stream_jobs.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "reveal.cli", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 

@@ -41,7 +41,7 @@ def value(families: dict, name: str, **labels) -> float:
 
 def test_a_running_agent_serves_its_health_and_channels(kafka_bootstrap, topic_prefix, tmp_path):
     port = free_port()
-    agent = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "agent", "--bootstrap", kafka_bootstrap,
+    agent = subprocess.Popen([sys.executable, "-m", "reveal.cli", "agent", "--bootstrap", kafka_bootstrap,
                               "--topic-prefix", topic_prefix, "--host", "metrics-host", "--duration", "60",
                               "--spool-dir", str(tmp_path / "spool"), "--metrics-listen", f"127.0.0.1:{port}",
                               "--metrics-channels"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -64,7 +64,7 @@ def test_a_running_agent_serves_its_health_and_channels(kafka_bootstrap, topic_p
 
 def test_a_running_worker_serves_its_health_and_lag(kafka_bootstrap, topic_prefix, tmp_path):
     port = free_port()
-    agent = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "agent", "--bootstrap", kafka_bootstrap,
+    agent = subprocess.Popen([sys.executable, "-m", "reveal.cli", "agent", "--bootstrap", kafka_bootstrap,
                               "--topic-prefix", topic_prefix, "--host", "metrics-host", "--duration", "40",
                               "--no-spool"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env={**os.environ, "PYTHONUNBUFFERED": "1"})

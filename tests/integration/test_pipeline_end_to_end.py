@@ -22,7 +22,7 @@ MALFORMED_AT = 500
 
 
 def reveal(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "stream_jobs.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "reveal.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 

@@ -15,7 +15,7 @@ class WorkerProcess:
     def __init__(self, log: Path, *args: str):
         self.log = log
         self._log_file = open(log, "w")
-        self.process = subprocess.Popen([sys.executable, "-m", "stream_jobs.cli", "worker", *args],
+        self.process = subprocess.Popen([sys.executable, "-m", "reveal.cli", "worker", *args],
                                         stdout=self._log_file, stderr=subprocess.STDOUT,
                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
 

@@ -28,7 +28,7 @@ def test_catalogs_and_frames_come_back_in_recorded_order(tmp_path):
 
 def test_reveal_collect_records_this_host(tmp_path):
     out = tmp_path / "host.avro"
-    result = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "collect", "--duration", "2", "--interval",
+    result = subprocess.run([sys.executable, "-m", "reveal.cli", "collect", "--duration", "2", "--interval",
                              "0.1", "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
     items = list(read_recording(out))

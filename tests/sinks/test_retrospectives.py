@@ -3,7 +3,7 @@ import pytest
 from sinks import retrospectives
 from sinks.clickhouse import ClickHouseReader
 from sinks.retrospectives import RetrospectiveError, parse
-from stream_jobs.cli import main
+from reveal.cli import main
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ def test_a_setting_the_environment_makes_is_left_to_it():
 
 
 def test_the_reveal_command_tunes_its_own_process(monkeypatch, capsys):
-    import stream_jobs.cli as cli
+    import reveal.cli as cli
     applied = []
     monkeypatch.setattr(cli, "tune_allocator", lambda: applied.append(tune_allocator({})))
     with pytest.raises(SystemExit):

@@ -9,7 +9,7 @@ from sinks.clickhouse import ClickHouseWriter
 from stream_jobs.embedded import EmbeddedRunner
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
-from stream_jobs.live.state import LiveState
+from stream_jobs.live_state import LiveState
 
 T0 = 1_700_000_000_000_000_000
 STEPS = {"alpha": (StepChange("cpu.busy.cpu1", 60.0, 25.0),), "beta": (StepChange("net.rx_bytes.eth0", 80.0, 5e6),)}

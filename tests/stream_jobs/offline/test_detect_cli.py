@@ -8,7 +8,7 @@ import pandas as pd
 
 
 def reveal(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "stream_jobs.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "reveal.cli", *args], capture_output=True, text=True,
                           timeout=180)
 
 

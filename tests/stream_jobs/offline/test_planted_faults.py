@@ -23,7 +23,7 @@ def judged(tmp_path_factory):
     pd.DataFrame(planted_rows(HOSTS, 900.0, 0.1, 1, T0 - 1000.0, [])).to_csv(folder / "clean.csv", index=False)
     duration = faults[-1].end_s + 120.0
     pd.DataFrame(planted_rows(HOSTS, duration, 0.1, 2, T0, faults)).to_csv(folder / "run.csv", index=False)
-    done = subprocess.run([sys.executable, "-m", "stream_jobs.cli", "detect", "--input", str(folder / "run.csv"),
+    done = subprocess.run([sys.executable, "-m", "reveal.cli", "detect", "--input", str(folder / "run.csv"),
                            "--baseline", str(folder / "clean.csv"), "--output", str(folder / "out.csv")],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr

@@ -1,0 +1,2 @@
+"""The benchmarks behind `reveal bench`: the engine, the agent, the pipeline under a replayed fleet, and faults made
+by hand on this host; each prints its figures against the project's goals."""

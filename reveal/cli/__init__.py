@@ -1,0 +1,93 @@
+"""The `reveal` command: one subcommand per way of running Reveal."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from schemas.topics import BrokerUnavailable
+from sinks.clickhouse import StorageError
+from stream_jobs.allocator import tune_allocator
+from reveal.cli.config import CONFIG_ENV, settle
+from reveal.lab.hosts import LabError
+from reveal.cli import agent, alerts, bench, channels, collect, detect, report, run, sql, worker, lab
+
+COMMANDS = (run, agent, worker, collect, detect, sql, alerts, channels, report, bench, lab)
+LONG_RUNNING = frozenset({"run", "agent", "worker", "collect"})  # these print their settings once on start
+
+
+class RevealParser(argparse.ArgumentParser):
+    """argparse with mistakes told in one line (the option, the value, what is allowed) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = RevealParser(
+        prog="reveal",
+        description="Reveal finds silent inefficiencies in ML infrastructure from hardware telemetry alone: "
+                    "an agent samples /proc, /sys and the GPU every 100 ms, and detectors flag, attribute and "
+                    "explain anomalous windows per host.",
+        epilog="Run 'reveal COMMAND --help' for the options of each command.")
+    parser.add_argument("--version", action="version", version=f"reveal {installed_version()}")
+    parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                        help="how much to log on stderr (default: INFO)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        module.register(commands)
+    for name, command in configurable_commands(parser).items():
+        command.add_argument("--config", metavar="FILE",
+                             help=f"a TOML file of settings: keys are the options' names, at the top level or in a "
+                                  f"[{name}] table; flags > REVEAL_<OPTION> variables > file > defaults (default: "
+                                  f"${CONFIG_ENV}, else none)")
+    return parser
+
+
+def configurable_commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The commands whose options a settings file may set: those without subcommands of their own."""
+    choices = next(a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: command for name, command in choices.items()
+            if not any(isinstance(a, argparse._SubParsersAction) for a in command._actions)}
+
+
+def installed_version() -> str:
+    """Reveal's version as installed (pyproject.toml's), or 'unknown' when run from a tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("reveal")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    tune_allocator()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("aiokafka", "faust", "mode"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    try:
+        commands = configurable_commands(parser)
+        if args.command in commands:
+            settled = settle(args, sys.argv[1:] if argv is None else argv, commands[args.command], commands)
+            if args.command in LONG_RUNNING:
+                logging.getLogger("reveal").info("%s", settled.describe(args))
+        return args.handler(args) or 0
+    except (CommandError, BrokerUnavailable, StorageError, LabError, ValueError) as error:
+        print(f"reveal {args.command}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"reveal {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+class CommandError(Exception):
+    """A mistake in how a command was called or configured; the message says what and what is allowed."""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""`reveal bench …`: benchmarks that print figures against Reveal's goals."""
+
+from __future__ import annotations
+
+from reveal.bench.agent import GOALS, bench_agent
+from reveal.cli.options import (bootstrap_servers, output_file, positive_count, positive_seconds,
+                                     writable_folder)
+
+
+def register(commands) -> None:
+    parser = commands.add_parser("bench", help="measure Reveal's cost and speed on this machine",
+                                 description="Benchmarks that print figures next to Reveal's goals.")
+    benches = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    agent = benches.add_parser(
+        "agent", help="the agent's CPU, jitter and bytes per channel-sample on this host",
+        description="Sample this host for real at --interval for --duration seconds, publishing to the broker, "
+                    "and print: channels, agent CPU as % of one core (the whole process, Kafka client threads included, and the "
+                    "sampling thread alone), µs of CPU per channel-sample, tick jitter "
+                    "p50/p99, bytes per channel-sample on the wire (Kafka, after compression, measured by the "
+                    "client's statistics) and at rest (ClickHouse frames table after its codecs, measured in "
+                    "system.parts_columns), the CPU per read of each source, and the kernel's floor: the CPU that "
+                    "reading the same files bare on the same schedule costs, which no parser can remove.")
+    agent.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
+                       help="sampling interval in seconds (default: 0.1)")
+    agent.add_argument("--duration", type=positive_seconds, default=30.0, metavar="S",
+                       help="seconds to sample (default: 30)")
+    agent.add_argument("--bootstrap", type=bootstrap_servers, default="127.0.0.1:9092", metavar="HOST:PORT",
+                       help="Kafka broker to publish to (default: 127.0.0.1:9092; infra/kafka/start.sh)")
+    agent.set_defaults(handler=handle_agent)
+    engine = benches.add_parser(
+        "engine", help="µs per host-window for each engine stage, and memory per tracked host",
+        description="Warm --hosts pipelines on synthetic hosts of --channels channels (3 s windows at 10 Hz), then "
+                    "time one window through signals and derived metrics, features, the channel watch, each "
+                    "detector and attribution, and report windows per second per core and memory per tracked host "
+                    "(as warmed, and with the channel watch's history full).")
+    engine.add_argument("--hosts", type=positive_count, default=4, metavar="N",
+                        help="synthetic hosts tracked at once (default: 4)")
+    engine.add_argument("--channels", type=positive_count, default=700, metavar="C",
+                        help="channels per host (default: 700)")
+    engine.set_defaults(handler=handle_engine)
+    pipeline = benches.add_parser(
+        "pipeline",
+        help="sustained channel-samples/s, alert latency, keeping up and memory per host through Kafka and workers",
+        description="Replay --hosts synthetic hosts of --channels channels in real time (frames encoded beforehand, "
+                    "published by a separate process) through the broker into --workers real Faust workers storing "
+                    "in chDB, with a step change on one host in ten late in the run, and print: channel-samples per "
+                    "second stored over the steady part, anomaly and alert latency after their window closed "
+                    "(p50/p99 over the run, where every host learns its baseline in the same second, and p99 for "
+                    "windows that closed in the steady part: after the first quarter and after storage caught up "
+                    "with publication once the baselines were learned, which takes start_up_catch_up_s), how far "
+                    "storage trails publication and whether the workers keep up, the "
+                    "consumer group's commit lag, worker CPU, worker memory per "
+                    "tracked host (growth over idle workers: the median of per-second samples over the steady part, "
+                    "and its peak), how much worker memory grew over the steady part (median of its last fifth "
+                    "against its first, and the same for the floor, which merges' transient peaks do not move; run "
+                    "a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
+                    "(after compression) and in ClickHouse (the frames table's compressed parts).")
+    pipeline.add_argument("--hosts", type=positive_count, default=10, metavar="N",
+                          help="synthetic hosts replayed (default: 10)")
+    pipeline.add_argument("--channels", type=positive_count, default=700, metavar="C",
+                          help="channels per host (default: 700)")
+    pipeline.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
+                          help="each host's sampling interval in seconds (default: 0.1)")
+    pipeline.add_argument("--duration", type=positive_seconds, default=60.0, metavar="S",
+                          help="seconds of replay (default: 60)")
+    pipeline.add_argument("--workers", type=positive_count, default=1, metavar="K",
+                          help="workers in one consumer group (default: 1)")
+    pipeline.add_argument("--bootstrap", type=bootstrap_servers, default="127.0.0.1:9092", metavar="HOST:PORT",
+                          help="Kafka broker (default: 127.0.0.1:9092; infra/kafka/start.sh)")
+    pipeline.add_argument("--profile", type=output_file(), default="", metavar="FILE",
+                          help="sample the first worker with py-spy over the steady part, write its collapsed stacks "
+                               "to FILE and print where its time goes (needs py-spy and ptrace rights; default: no profile)")
+    pipeline.set_defaults(handler=handle_pipeline)
+    faults = benches.add_parser(
+        "host-faults", help="reveal run on this host against a CPU burner, a dd write burst and a 2 GiB allocation, "
+                            "then a long clean stretch",
+        description="Run Reveal embedded on this host (reveal run), let it learn --baseline seconds, then make three "
+                    "faults one after another, each for --fault seconds with --gap seconds between: a CPU burner (a "
+                    "busy process per core), dd writes synced to disk, and a 2 GiB allocation touched page by page; "
+                    "then leave the host alone for --clean seconds. Prints, per fault, whether an alert opened "
+                    "within its interval plus --grace, the delay from its start, the subsystem named and the claim; "
+                    "and every false alert: one that opened after the baseline outside those intervals. Takes "
+                    "about baseline + 3 × (fault + gap) + clean seconds.")
+    faults.add_argument("--baseline", type=positive_seconds, default=600.0, metavar="S",
+                        help="seconds of baseline before the first fault (default: 600)")
+    faults.add_argument("--fault", type=positive_seconds, default=20.0, metavar="S", help="each fault's length "
+                        "(default: 20)")
+    faults.add_argument("--gap", type=positive_seconds, default=60.0, metavar="S",
+                        help="quiet seconds after each fault (default: 60)")
+    faults.add_argument("--clean", type=positive_seconds, default=1800.0, metavar="S",
+                        help="clean seconds after the faults (default: 1800)")
+    faults.add_argument("--grace", type=positive_seconds, default=5.0, metavar="S",
+                        help="an alert opening this long after a fault's end still counts as finding it "
+                             "(default: 5)")
+    faults.add_argument("--data-dir", type=writable_folder, default=None, metavar="DIR",
+                        help="keep the run's embedded ClickHouse here (default: a temporary folder, removed)")
+    faults.set_defaults(handler=handle_host_faults)
+
+
+def handle_agent(args) -> int:
+    result = bench_agent(args.bootstrap, args.interval, args.duration)
+    figures = result.figures()
+    print(f"\nagent on this host: {result.channels} channels, {result.frames} frames in {result.seconds:.1f} s, "
+          f"{result.ticks_skipped} ticks skipped")
+    print(f"{'figure':38s} {'measured':>10s} {'goal':>8s}")
+    for name, value in figures.items():
+        goal = GOALS.get(name)
+        verdict = "" if goal is None else ("  ok" if value <= goal else "  MISSED")
+        print(f"{name:38s} {value:10.3f} {'' if goal is None else f'≤ {goal:g}':>8s}{verdict}")
+    print(f"(kernel floor: {result.kernel_floor_files} files read bare on the agent's schedule; the agent's own "
+          f"work above it is {figures['cpu_percent_of_core'] - figures['kernel_floor_percent_of_core']:.3f} % of a core)")
+    print("\nCPU per read, by source (µs):")
+    for source, micros in sorted(result.per_source_cpu_us.items(), key=lambda item: -item[1]):
+        print(f"  {source:28s} {micros:8.1f}")
+    return 0
+
+
+def handle_engine(args) -> int:
+    from reveal.bench.engine import GOALS as ENGINE_GOALS, bench_engine
+
+    result = bench_engine(args.hosts, args.channels)
+    print(f"\nengine: {result.hosts} hosts of {result.channels} channels; {result.kept_channels} channels kept by "
+          f"selection, {result.features} features per window")
+    for stage, micros in result.micros.items():
+        print(f"  {stage:34s} {micros:10.0f} µs")
+    total_ms = result.total_ms
+    print(f"{'total_ms_per_host_window':36s} {total_ms:10.2f}  goal ≤ {ENGINE_GOALS['total_ms_per_host_window']:g}"
+          f"  {'ok' if total_ms <= ENGINE_GOALS['total_ms_per_host_window'] else 'MISSED'}")
+    streak_ms, goal = total_ms + result.streak_micros / 1e3, ENGINE_GOALS["total_ms_per_host_window"]
+    print(f"{'total_ms_while_a_channel_holds_a_streak':36s} {streak_ms:10.2f}  goal ≤ {goal:g}  "
+          f"{'ok' if streak_ms <= goal else 'MISSED'}  (its seconds' medians, {result.streak_micros:.0f} µs, added)")
+    print(f"{'host_windows_per_second_per_core':36s} {1e3 / total_ms:10.0f}")
+    memory_mb = result.memory_bytes_per_host / 2**20
+    print(f"{'memory_mb_per_host':36s} {memory_mb:10.2f}  goal ≤ {ENGINE_GOALS['memory_mb_per_host']:g}"
+          f"  {'ok' if memory_mb <= ENGINE_GOALS['memory_mb_per_host'] else 'MISSED'}")
+    full = memory_mb + result.watch_history_bytes / 2**20
+    print(f"{'memory_mb_per_host_history_full':36s} {full:10.2f}  goal ≤ {ENGINE_GOALS['memory_mb_per_host']:g}"
+          f"  {'ok' if full <= ENGINE_GOALS['memory_mb_per_host'] else 'MISSED'}  (the channel watch's history, "
+          f"{result.watch_history_bytes / 2**20:.2f} MB once full, added)")
+    return 0
+
+
+def handle_pipeline(args) -> int:
+    from reveal.cli import CommandError
+    from reveal.bench.pipeline import GOALS as PIPELINE_GOALS, PipelineBenchSettings, bench_pipeline
+
+    if args.hosts < 1 or args.channels < 3 or not 1 <= args.workers <= 6:
+        raise CommandError(f"--hosts {args.hosts}, --channels {args.channels}, --workers {args.workers}: expected "
+                           f"at least 1 host, at least 3 channels and 1 to 6 workers (the samples topic's partitions)")
+    settings = PipelineBenchSettings(args.hosts, args.channels, args.interval, args.duration, args.workers,
+                                     args.bootstrap, profile_path=args.profile)
+    result = bench_pipeline(settings)
+    replay = result.replay
+    print(f"\npipeline: {args.hosts} hosts × {args.channels} channels every {args.interval:g} s for "
+          f"{args.duration:g} s through {args.workers} worker(s); {replay.frames} frames sent, "
+          f"{result.frames_stored} stored; {len(result.anomaly_latencies_s)} anomalies, "
+          f"{len(result.alert_latencies_s)} alerts opened, {len(result.peer_latencies_s)} peer anomalies (compared "
+          f"once later windows arrive); replay at most {replay.max_behind_s * 1e3:.0f} ms behind schedule")
+    print(f"{'figure':38s} {'measured':>14s} {'goal':>12s}")
+    for name, value in result.figures().items():
+        print(_figure_line(name, value, PIPELINE_GOALS.get(name)))
+    print(f"{'FALLS BEHIND' if result.falls_behind else 'keeps up'}: frames are stored "
+          f"{result.delay_start_s:.1f} s after publication at the start of the steady part, {result.delay_end_s:.1f} s "
+          f"at its end ({result.delay_slope:+.3f} s per s over its last half). The commit lag "
+          f"({result.lag_start} → {result.lag_end} records) also counts records the workers hold uncommitted while "
+          f"windows, baselines or open incidents need them.")
+    if any(result.worker_exit_codes):
+        print(f"workers exited with {result.worker_exit_codes}: one that did not stop within a minute of SIGTERM "
+              f"(its event loop busy) was killed; what it had stored is counted")
+    if result.profile is not None:
+        _print_profile(result.profile)
+    return 0
+
+
+def _print_profile(profile) -> None:
+    """Where the profiled worker's time goes: by package, by function's own time, by function with callees."""
+    print(f"\nworker profile: {profile.samples} samples of running threads")
+    for title, counts, top in (("by package (own time)", profile.packages, 12),
+                               ("by function (own time)", profile.own, 15),
+                               ("by function (with callees)", profile.inclusive, 25)):
+        print(f"  {title}:")
+        for name, share in profile.share(counts, top):
+            print(f"    {100 * share:5.1f} %  {name}")
+
+
+def _figure_line(name: str, value: float, goal: tuple[str, float] | None) -> str:
+    """A figure next to its goal, with ok or MISSED."""
+    if goal is None:
+        return f"{name:38s} {value:14.3f}"
+    sense, target = goal
+    met = value >= target if sense == ">=" else value <= target
+    return f"{name:38s} {value:14.3f} {(sense.replace('>=', '≥').replace('<=', '≤') + f' {target:g}'):>12s}" \
+           f"  {'ok' if met else 'MISSED'}"
+
+
+def handle_host_faults(args) -> int:
+    from reveal.bench.host_faults import print_result, run_bench
+
+    result = run_bench(args.baseline, args.fault, args.gap, args.clean, args.grace, args.data_dir)
+    print_result(result, args.clean)
+    return 0

@@ -1,0 +1,39 @@
+"""`reveal collect`: record this host's frames and catalog to a local Avro file, for offline detection and replays."""
+
+from __future__ import annotations
+
+import logging
+
+from producers.agent import Agent
+from producers.recording import RecordingWriter
+from reveal.cli.options import StopFlag, add_agent_options, agent_settings, output_file, positive_seconds
+
+log = logging.getLogger(__name__)
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "collect", help="record this host's telemetry to an Avro file",
+        description="Sample this host as the agent does and write the channel catalog and every frame to an Avro "
+                    "object container file (readable by 'reveal detect' and any Avro tool). Stops at the end of "
+                    "--duration or on Ctrl-C; what was recorded until then is kept.")
+    parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
+                        help="stop after this many seconds (default: run until Ctrl-C)")
+    parser.add_argument("--out", type=output_file(".avro"), required=True, metavar="FILE.avro", help="the recording to write")
+    add_agent_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    settings = agent_settings(args)
+    log.info("recording %s to %s", settings, args.out)
+    writer = RecordingWriter(args.out)
+    agent = Agent(settings, writer)
+    try:
+        stats = agent.run(StopFlag(args.duration))
+    finally:
+        agent.close()
+        writer.close()
+    print(f"recorded {writer.frames} frames of {len(agent.registry.catalog.channels)} channels to {args.out} "
+          f"({stats.skipped} ticks skipped)", flush=True)
+    return 0

@@ -1,0 +1,107 @@
+"""`reveal run`: the embedded mode — agent, engine and chDB in one process on this host, no broker."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+from producers.agent import Agent
+from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
+from reveal.cli.options import (DEFAULT_DATA_DIR, DEFAULT_LISTEN, StopFlag, add_agent_options,
+                                     add_engine_options, add_retention_options, agent_settings, apply_retention,
+                                     engine_settings, listen_address, positive_seconds,
+                                     writable_folder)
+from stream_jobs.embedded import EmbeddedRunner
+from stream_jobs.host_stage import HostStage
+from reveal.live.client import running_service
+from reveal.live.server import LiveServer
+from stream_jobs.live_state import LiveState
+
+log = logging.getLogger(__name__)
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "run", help="sample this host and detect anomalies in one process (embedded mode)",
+        description="Sample this host every --interval seconds, window and score its telemetry, print each window "
+                    "and anomaly as it happens, and store frames, windows and anomalies in an embedded ClickHouse "
+                    "(chDB) under --data-dir. Stops at the end of --duration or on Ctrl-C, exit status 0.")
+    parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
+                        help="stop after this many seconds (default: run until Ctrl-C)")
+    parser.add_argument("--data-dir", type=writable_folder, default=DEFAULT_DATA_DIR, metavar="DIR",
+                        help=f"where the embedded ClickHouse keeps its tables (default: {DEFAULT_DATA_DIR})")
+    add_agent_options(parser)
+    add_retention_options(parser)
+    parser.add_argument("--quiet", action="store_true", help="do not print a line per window")
+    parser.add_argument("--listen", type=listen_address, default=DEFAULT_LISTEN, metavar="HOST:PORT",
+                        help="where the live page and the run's query service listen; port 0 picks a free one "
+                             f"(default: {DEFAULT_LISTEN[0]}:{DEFAULT_LISTEN[1]})")
+    parser.add_argument("--no-ui", action="store_true",
+                        help="serve no live page (queries from reveal sql and reveal report are still answered)")
+    add_engine_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    agent_config = agent_settings(args)
+    engine = engine_settings(args, args.interval)
+    dsn = data_dir_dsn(args.data_dir)
+    _refuse_a_folder_in_use(args.data_dir)
+    sink = _LaterSink()
+    agent = Agent(agent_config, sink)  # checks the sources before anything is stored
+    storage: list[ClickHouseWriter] = []
+    server = _listen(args, lambda sql, parameters: storage[0].query(sql, parameters, True))
+    log.info("embedded run: %s; %s; storage %s", agent_config, engine, dsn)
+    Path(args.data_dir).mkdir(parents=True, exist_ok=True)
+    writer = ClickHouseWriter(dsn)
+    storage.append(writer)
+    apply_retention(writer, args)
+    live = LiveState(engine.warmup_windows)
+    server.snapshot = live.snapshot
+    runner = sink.target = EmbeddedRunner(HostStage(engine), writer, None if args.quiet else sys.stdout, live=live)
+    server.start(args.data_dir)
+    print(f"live page: {server.url}/" if server.page else f"queries: {server.url}/api/query", flush=True)
+    try:
+        stats = agent.run(StopFlag(args.duration))
+        agent.close()
+        runner.close()
+    finally:
+        server.close()
+        writer.close()
+    print(f"stopped after {stats.ticks} samples ({stats.skipped} skipped, max tick lag {stats.max_lag_s * 1e3:.1f} ms): "
+          f"{runner.summary()} stored in {args.data_dir}", flush=True)
+    return 0
+
+
+class _LaterSink:
+    """Hands the agent's output to a target set once storage is open."""
+
+    target = None
+
+    def on_catalog(self, catalog) -> None:
+        self.target.on_catalog(catalog)
+
+    def on_frame(self, frame) -> None:
+        self.target.on_frame(frame)
+
+
+def _listen(args, query) -> LiveServer:
+    """The live page and the read-only query service, bound (not yet serving) so a busy address fails first."""
+    from reveal.cli import CommandError
+
+    host, port = args.listen
+    try:
+        return LiveServer(host, port, dict, query, page=not args.no_ui)
+    except OSError as error:
+        raise CommandError(f"--listen {host}:{port}: {error}; choose another address (port 0 picks a free one)") \
+            from None
+
+
+def _refuse_a_folder_in_use(data_dir: str) -> None:
+    from reveal.cli import CommandError
+
+    url = running_service(data_dir)
+    if url is not None:
+        raise CommandError(f"--data-dir {data_dir} is being written by another reveal run (live at {url}/); "
+                           "give this run its own --data-dir")

@@ -1,0 +1,184 @@
+"""`reveal sql`: run a query against Reveal's ClickHouse and print the result as a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+from sinks import retrospectives
+from sinks.clickhouse import (CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS, ClickHouseReader, StorageError,
+                              data_dir_dsn)
+from reveal.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn
+from reveal.live.client import RunQueries, running_service
+from stream_jobs.offline.output import finite_or_none
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "sql", help="query the stored frames, windows, anomalies and incidents",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill(
+            "Run one SQL query in the 'reveal' database and print the rows. Values are bound as parameters: write "
+            "{name:Type} in the query and pass --param name=value. The query only reads unless --write is given. A "
+            "data folder that a reveal run is writing is queried through that run. --list shows the named "
+            "retrospectives (which hosts were anomalous and why, a job's top evidence, a host against its peers, "
+            "recurring incidents, week over week, retransmission verdicts, …) and --query NAME runs one.", 100),
+        epilog=tables_epilog())
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--clickhouse", metavar="DSN", help=DSN_HELP)
+    target.add_argument("--data-dir", metavar="DIR", help=f"embedded data folder (default: {DEFAULT_DATA_DIR})")
+    parser.add_argument("--database", default="reveal", help="database (default: reveal)")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a query parameter, repeatable")
+    parser.add_argument("--write", action="store_true",
+                        help="allow statements that change data (INSERT, ALTER, DROP, CREATE); without it the query "
+                             "runs read-only")
+    parser.add_argument("--format", choices=("table", "tsv", "jsonl"), default="table",
+                        help="table for people, tsv or jsonl (one JSON object per row) for scripts (default: table)")
+    parser.add_argument("--query", metavar="NAME", dest="named",
+                        help="run the named retrospective NAME (see --list) with its parameters from --param")
+    parser.add_argument("--list", action="store_true",
+                        help="list the named retrospectives, what each answers and its parameters, and exit")
+    parser.add_argument("query", nargs="?",
+                        help='for example "SELECT host, count() FROM windows GROUP BY host"; not with --query')
+    parser.set_defaults(handler=handle)
+
+
+def tables_epilog() -> str:
+    """The tables and what each holds, as `reveal sql --help` prints them."""
+    lines = ["tables (and their columns):"]
+    for name, text in TABLE_DESCRIPTIONS.items():
+        lines.append(textwrap.fill(text, 100, initial_indent=f"  {name:<16}", subsequent_indent=" " * 18))
+        lines.append(textwrap.fill(", ".join(COLUMNS[name]), 100, initial_indent=" " * 18 + "(",
+                                   subsequent_indent=" " * 19) + ")")
+    return "\n".join(lines + ["", "one channel: " + CHANNEL_EXAMPLE])
+
+
+def handle(args) -> int:
+    from reveal.cli import CommandError
+
+    if args.list:
+        print_retrospectives(sys.stdout)
+        return 0
+    parameters = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise CommandError(f"--param {item!r} must look like NAME=VALUE")
+        parameters[name] = value
+    statement, parameters = _statement(args, parameters)
+    reader = open_reader(args)
+    try:
+        columns, rows = reader.query(statement, parameters or None)
+    except StorageError as error:
+        raise CommandError(_explained(str(error))) from None
+    finally:
+        reader.close()
+    try:
+        PRINTERS[args.format](columns, rows, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the reader left: nothing more to say
+    return 0
+
+
+def _statement(args, parameters: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The SQL to run and its bound parameters: the query given, or the named retrospective with its defaults."""
+    from reveal.cli import CommandError
+
+    if args.named and args.query:
+        raise CommandError("give either a query or --query NAME, not both")
+    if not args.named and not args.query:
+        raise CommandError("give a query, --query NAME (a named retrospective) or --list")
+    if not args.named:
+        return args.query, parameters
+    try:
+        retrospective = retrospectives.load(args.named)
+        return retrospective.sql, retrospective.bound(parameters)
+    except retrospectives.RetrospectiveError as error:
+        raise CommandError(str(error)) from None
+
+
+def print_retrospectives(out) -> None:
+    """Each named retrospective: its name, what it answers, and its parameters."""
+    for name, retrospective in retrospectives.retrospectives().items():
+        print(name, file=out)
+        print(textwrap.fill(retrospective.question, 100, initial_indent="    ", subsequent_indent="    "), file=out)
+        for parameter in retrospective.parameters:
+            print(textwrap.fill(parameter.usage(), 100, initial_indent="    --param ",
+                                subsequent_indent=" " * 12), file=out)
+    print("run one: reveal sql --query NAME [--param NAME=VALUE ...]", file=out)
+
+
+def open_reader(args):
+    """The running reveal run that holds --data-dir, or the stored database itself (read-only unless --write)."""
+    from reveal.cli import CommandError
+
+    if args.clickhouse:
+        dsn = clickhouse_dsn(args.clickhouse)
+    else:
+        folder = args.data_dir or DEFAULT_DATA_DIR
+        url = running_service(folder)
+        if url is not None and args.write:
+            raise CommandError(f"--write: {folder} is being written by a running reveal run ({url}/); it answers "
+                               "read-only queries only")
+        if url is not None:
+            return RunQueries(url)
+        if not (Path(folder) / "clickhouse").is_dir():
+            raise CommandError(f"--data-dir {folder}: no Reveal data there (no clickhouse/ folder); "
+                               "reveal run --data-dir DIR stores some")
+        dsn = data_dir_dsn(folder)
+    try:
+        return ClickHouseReader(dsn, args.database, writable=args.write)
+    except StorageError as error:
+        raise CommandError(str(error)) from None
+
+
+def _explained(error: str) -> str:
+    first = error.splitlines()[0] if error else error
+    return f"{first} (reveal sql only reads unless given --write)" if "only reads are allowed" in first else first
+
+
+def print_table(columns, rows, out) -> None:
+    """Rows as an aligned text table with a header and a row count."""
+    cells = [[str(c) for c in columns]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    for index, row in enumerate(cells):
+        print("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip(), file=out)
+        if index == 0:
+            print("  ".join("-" * width for width in widths), file=out)
+    print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})", file=out)
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    text = str(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def print_tsv(columns, rows, out) -> None:
+    print("\t".join(columns), file=out)
+    for row in rows:
+        print("\t".join(str(v) for v in row), file=out)
+
+
+def print_jsonl(columns, rows, out) -> None:
+    """One JSON object per row; NaN and infinities are null (JSON has no such numbers)."""
+    for row in rows:
+        print(json.dumps({c: _json_value(v) for c, v in zip(columns, row)}, default=str, allow_nan=False), file=out)
+
+
+def _json_value(value):
+    if isinstance(value, float):
+        return finite_or_none(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return value
+
+
+PRINTERS = {"table": print_table, "tsv": print_tsv, "jsonl": print_jsonl}

@@ -1,0 +1,111 @@
+"""`reveal worker`: a Faust stream worker that consumes frames, detects anomalies and stores everything."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import threading
+import time
+
+import faust
+
+from producers.metrics import serve_metrics
+from schemas.topics import TopicNames, ensure_topics
+from reveal.cli.options import (DSN_HELP, add_engine_options, add_kafka_options, add_retention_options,
+                                     apply_retention, clickhouse_dsn, engine_settings, kafka_security, listen_address,
+                                     positive_count, positive_seconds)
+from stream_jobs.catalog_preload import read_catalogs
+from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
+from stream_jobs.worker_metrics import WorkerMetrics
+
+log = logging.getLogger(__name__)
+
+
+def register(commands) -> None:
+    parser = commands.add_parser(
+        "worker", help="consume frames from Kafka, detect anomalies, store in ClickHouse",
+        description="Run a Faust stream worker: it reads reveal.catalog and reveal.samples, windows each host's "
+                    "frames, scores the windows, publishes anomalies to reveal.anomalies, sends undecodable records "
+                    "to reveal.deadletter with a reason, and stores frames, windows and anomalies in ClickHouse. "
+                    "Stopped with SIGTERM or Ctrl-C it writes what it holds and leaves open incidents open, for "
+                    "the worker that takes its hosts over; at the end of --duration or --until-idle it closes "
+                    "them, since the run is over.")
+    add_kafka_options(parser)
+    parser.add_argument("--clickhouse", required=True, metavar="DSN",
+                        help=DSN_HELP)
+    parser.add_argument("--database", default="reveal", help="ClickHouse database (default: reveal)")
+    parser.add_argument("--group", default="reveal-worker",
+                        help="consumer group and Faust app id; workers sharing it split the hosts (default: "
+                             "reveal-worker)")
+    parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
+                        help="stop after this many seconds (default: run until stopped)")
+    parser.add_argument("--until-idle", type=positive_seconds, default=None, metavar="S",
+                        help="stop once no record has arrived for this many seconds (for replays and batch runs)")
+    parser.add_argument("--max-pending-rows", type=positive_count, default=50_000, metavar="N",
+                        help="rows queued for ClickHouse at most; while it is unavailable and the queue is full, "
+                             "consumption pauses (back-pressure, nothing dropped) (default: 50000)")
+    parser.add_argument("--storage-retry-max", type=positive_seconds, default=30.0, metavar="S",
+                        help="longest wait between attempts while ClickHouse refuses inserts; waits start at 0.5 s "
+                             "and double (default: 30)")
+    parser.add_argument("--metrics-listen", type=listen_address, default=None, metavar="HOST:PORT",
+                        help="serve the worker's health (records, frames, windows, anomalies, open incidents, "
+                             "storage queue and errors, consumer lag per partition, dead letters) for Prometheus at "
+                             "http://HOST:PORT/metrics (default: off)")
+    add_engine_options(parser)
+    add_retention_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args) -> int:
+    settings = WorkerSettings(args.bootstrap, clickhouse_dsn(args.clickhouse), args.database, args.group,
+                              engine_settings(args),
+                              TopicNames(args.topic_prefix), security=kafka_security(args),
+                              max_pending_rows=args.max_pending_rows, storage_retry_max_s=args.storage_retry_max)
+    log.info("worker: %s; storage %s", settings, settings.storage)
+    client_config = {"bootstrap.servers": args.bootstrap, **settings.security.client_config()}
+    ensure_topics(client_config, TopicNames(args.topic_prefix))
+    shell = WorkerShell(settings)
+    metrics = serve_metrics(WorkerMetrics(shell, args.group), args.metrics_listen) if args.metrics_listen else None
+    shell.storage_thread.submit(apply_retention, shell.writer, args).result()
+    catalogs = read_catalogs(args.bootstrap, settings.topics.catalog, client_config=client_config)
+    for catalog in catalogs:
+        shell.stage.on_catalog(catalog)
+    log.info("worker: %d catalogs known before the first frame", len(catalogs))
+    app = create_app(settings, shell)
+    run_ended = threading.Event()  # set when the worker ends its own run; an operator's SIGTERM hands over instead
+    if args.duration or args.until_idle:
+        @app.task
+        async def stop_when_done():
+            started = time.monotonic()
+            while not _done(shell, started, args.duration, args.until_idle):
+                await asyncio.sleep(0.5)
+            log.info("worker stopping: %s", "duration reached" if args.duration and
+                     time.monotonic() - started >= args.duration else "input idle")
+            await shell.flush()  # so that the consumer commits what is stored as it stops
+            run_ended.set()
+            os.kill(os.getpid(), signal.SIGTERM)  # the same clean path as an operator's stop
+    worker = faust.Worker(app, loglevel=logging.getLevelName(logging.getLogger().level).lower(),
+                          override_logging=False, quiet=True)
+    status = 0
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as exit_:
+        status = exit_.code if isinstance(exit_.code, int) else 1
+    finally:
+        shell.close(close_incidents=run_ended.is_set())
+        log.info("worker stopped: %s; stage %s; rows written %s", shell.counters, shell.stage.counters,
+                 shell.writer.stats.rows)
+        if metrics is not None:
+            metrics.shutdown()
+    return status
+
+
+def _done(shell: WorkerShell, started: float, duration: float | None, until_idle: float | None) -> bool:
+    now = time.monotonic()
+    if duration and now - started >= duration:
+        return True
+    last = shell.last_record_at
+    storage_failing = shell.backoff.failing  # input paused for storage is not idle input
+    return bool(until_idle and last is not None and not storage_failing and now - last >= until_idle)

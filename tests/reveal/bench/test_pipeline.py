@@ -1,0 +1,143 @@
+"""The pipeline benchmark's arithmetic: latencies, lag trend, steady rates, CPU and memory per host."""
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from reveal.bench.paced_replay import ReplayReport
+from schemas.records import Alert, Anomaly, encode_alert, encode_anomaly
+from reveal.cli.bench import _figure_line
+from reveal.bench.pipeline import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, caught_up_at,
+                                        committed_rate,
+                                        cpu_percent, falls_behind, lag_slope, latencies_s, memory_per_host,
+                                        percentiles, rss_floor_growth_percent, steady_rate,
+                                        storage_delays)
+from reveal.bench.pipeline_probes import Finding, ProcessSample, finding_of
+
+
+def test_percentiles_of_nothing_are_nan_and_of_values_interpolate():
+    assert all(math.isnan(p) for p in percentiles([]))
+    assert percentiles([float(v) for v in range(1, 101)], (50, 99)) == pytest.approx((50.5, 99.01))
+
+
+def test_latency_counts_from_the_window_end_moved_onto_the_wall_clock():
+    offset = 5_000_000_000  # the replay started five seconds after the frames' first timestamp
+    ends = [10_000_000_000, 11_000_000_000]
+    received = [15_400_000_000, 17_000_000_000]
+    assert latencies_s(ends, received, offset) == pytest.approx([0.4, 1.0])
+
+
+def test_lag_slope_is_the_least_squares_growth_per_second():
+    assert lag_slope([(100.0 + t, 50 + 30 * t) for t in range(10)]) == pytest.approx(30.0)
+    assert lag_slope([(100.0, 7)]) == 0.0
+    assert lag_slope([(100.0, 7), (100.0, 9)]) == 0.0
+
+
+def test_workers_fall_behind_when_storage_trails_by_over_three_seconds_and_does_not_catch_up():
+    assert falls_behind(growth_s_per_s=0.1, end_delay_s=8.0)
+    assert not falls_behind(growth_s_per_s=0.1, end_delay_s=2.0)  # a flush a second and a window in flight
+    assert falls_behind(growth_s_per_s=0.0, end_delay_s=8.0)  # a backlog that does not shrink
+    assert not falls_behind(growth_s_per_s=-0.2, end_delay_s=8.0)  # catching up
+
+
+def test_storage_delay_counts_frames_published_but_not_yet_stored_in_seconds_of_publication():
+    stored = {100: 500, 102: 3000}  # nothing stored during second 101
+    delays = storage_delays(stored, started_s=99.5, frames_per_s=1000.0, frames_sent=2500)
+    assert [at for at, _ in delays] == [101.0, 102.0, 103.0]
+    assert [delay for _, delay in delays] == pytest.approx([1.0, 2.0, 0.0])
+
+
+def test_workers_catch_up_when_storage_is_first_back_within_two_seconds_after_the_baselines():
+    delays = [(100.0, 0.5), (101.0, 6.0), (102.0, 4.0), (103.0, 2.5), (104.0, 1.2), (105.0, 3.0)]
+    assert caught_up_at(delays, after_s=101.0) == 104.0
+    assert caught_up_at(delays, after_s=100.0) == 100.0
+    assert math.isnan(caught_up_at(delays[:4], after_s=101.0))
+
+
+def test_memory_floor_growth_ignores_transient_peaks_but_not_a_rising_floor():
+    merges = [500, 500, 700, 500, 900, 500, 800, 500, 1000, 500] * 2
+    assert rss_floor_growth_percent(merges) == pytest.approx(0.0)
+    leaking = [500 + 10 * i for i in range(20)]
+    assert rss_floor_growth_percent(leaking) > 30.0
+    assert math.isnan(rss_floor_growth_percent([500]))
+
+
+def test_memory_per_host_is_growth_over_the_idle_worker_shared_by_the_hosts():
+    assert memory_per_host(200 << 20, 500 << 20, 150) == pytest.approx((300 << 20) / 150)
+    assert memory_per_host(200 << 20, 190 << 20, 10) == 0.0
+    assert memory_per_host(0, 100, 0) == 100.0
+
+
+def test_steady_rate_averages_whole_seconds_inside_the_span_only():
+    per_second = {99: 10_000, 100: 1500, 101: 1400, 102: 1600, 103: 9_000}
+    assert steady_rate(per_second, 99.5, 103.0) == pytest.approx(1500.0)
+    assert steady_rate(per_second, 103.0, 103.5) == 0.0
+
+
+def test_cpu_percent_sums_processes_over_the_longest_wall_span():
+    first = [ProcessSample(10.0, 1.0, 0), ProcessSample(10.0, 2.0, 0)]
+    last = [ProcessSample(20.0, 8.0, 0), ProcessSample(20.0, 5.0, 0)]
+    assert cpu_percent(first, last) == pytest.approx(100.0)
+
+
+def test_committed_rate_uses_committed_records_inside_the_span():
+    samples = [(0.0, 0, 0), (10.0, 1000, 50), (20.0, 3000, 40), (30.0, 5000, 60), (40.0, 9000, 0)]
+    assert committed_rate(samples, 10.0, 30.0) == pytest.approx(200.0)
+    assert committed_rate(samples, 12.0, 18.0) == 0.0
+
+
+def test_figures_scale_frames_by_channels_and_split_bytes_per_channel_sample():
+    settings = PipelineBenchSettings(hosts=150, channels=700, interval_s=0.1, duration_s=60.0)
+    result = PipelineBenchResult(settings, frames_stored=90_000, stored_frames_per_s=1500.0,
+                                 idle_rss_bytes=300 << 20, median_rss_bytes=600 << 20, kafka_bytes=630e6,
+                                 clickhouse_bytes=504e6, replay=ReplayReport(frames=90_000),
+                                 anomaly_latencies_s=[0.5, 0.7, 2.0], steady_alert_latencies_s=[0.2] * 99 + [9.0])
+    figures = result.figures()
+    assert figures["channel_samples_per_s"] == pytest.approx(1_050_000.0)
+    assert figures["offered_channel_samples_per_s"] == pytest.approx(1_050_000.0)
+    assert figures["memory_mb_per_host"] == pytest.approx(2.0) and figures["memory_mb_per_host_at_peak"] == 0.0
+    assert figures["kafka_bytes_per_channel_sample"] == pytest.approx(10.0)
+    assert figures["clickhouse_bytes_per_channel_sample"] == pytest.approx(8.0)
+    assert figures["anomaly_latency_p50_s"] == pytest.approx(0.7)
+    assert math.isnan(figures["alert_latency_p99_s"])
+    assert figures["alert_latency_steady_part_p99_s"] == pytest.approx(0.2 + 0.01 * 8.8)
+    assert math.isnan(figures["anomaly_latency_steady_part_p99_s"])
+
+
+def test_the_step_change_comes_after_the_baseline_is_learnt_even_in_short_runs():
+    assert PipelineBenchSettings(hosts=2, duration_s=20.0).fleet().step_at_s > WARMUP_WINDOWS + 3
+    fleet = PipelineBenchSettings(hosts=150, duration_s=60.0).fleet()
+    assert fleet.step_at_s == pytest.approx(42.0) and fleet.stepped_hosts == 15 and fleet.ticks == 600
+
+
+def test_figure_lines_say_ok_or_missed_in_the_goal_direction():
+    assert _figure_line("channel_samples_per_s", 2e6, (">=", 1e6)).endswith("ok")
+    assert _figure_line("channel_samples_per_s", 5e5, (">=", 1e6)).endswith("MISSED")
+    assert _figure_line("memory_mb_per_host", 3.0, ("<=", 2.0)).endswith("MISSED")
+    assert _figure_line("memory_mb_per_host", float("nan"), ("<=", 2.0)).endswith("MISSED")
+    assert "ok" not in _figure_line("lag_end_records", 3.0, None)
+
+
+def test_more_workers_than_sample_partitions_is_a_clear_error():
+    result = subprocess.run([sys.executable, "-m", "reveal.cli", "bench", "pipeline", "--workers", "9"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--workers 9" in result.stderr and "1 to 6 workers" in result.stderr
+
+
+def anomaly(detectors: tuple[str, ...]) -> Anomaly:
+    return Anomaly("h1", "bench", 7, 4_000_000_000, 7_000_000_000, detectors, 9.0, 1.0, "cpu", "claim", ())
+
+
+def alert(state: str, kind: str = "anomaly") -> Alert:
+    return Alert("a1", "h1", "bench", state, 5_000_000_000, 7_000_000_000, 3.0, "cpu", "summary", kind=kind)
+
+
+def test_findings_tell_host_detectors_from_the_cluster_stage_and_keep_only_openings():
+    assert finding_of("anomaly", encode_anomaly(anomaly(("zscore",))), 9) == Finding("anomaly", "h1", 7_000_000_000, 9)
+    assert finding_of("anomaly", encode_anomaly(anomaly(("peer",))), 9).kind == "peer-anomaly"
+    assert finding_of("alert", encode_alert(alert("open")), 9) == Finding("alert", "h1", 7_000_000_000, 9)
+    assert finding_of("alert", encode_alert(alert("open", kind="retransmissions")), 9).kind == "peer-alert"
+    assert finding_of("alert", encode_alert(alert("update")), 9) is None
+    assert finding_of("anomaly", b"\x00not a record", 9) is None

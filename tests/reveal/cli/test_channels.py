@@ -1,0 +1,36 @@
+import subprocess
+import sys
+
+
+from schemas.records import Catalog, Channel
+from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
+from stream_jobs.results import queue_catalog
+
+
+
+def reveal(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reveal.cli", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_this_hosts_channels_are_listed_with_subsystem_kind_unit_and_device():
+    result = reveal("channels", "--format", "tsv", "--host", "listed-host", "--sources", "network")
+    assert result.returncode == 0, result.stderr[-2000:]
+    header, *rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert header == ["host", "name", "subsystem", "kind", "unit", "device"]
+    assert len(rows) > 10 and {row[0] for row in rows} == {"listed-host"}
+    assert {row[2] for row in rows} >= {"network"} and all(row[3] for row in rows)
+
+
+def test_stored_catalogs_are_listed_latest_version_per_host(tmp_path):
+    writer = ClickHouseWriter(data_dir_dsn(tmp_path / "data"))
+    for version, names in ((1, ("a.old",)), (2, ("a.new", "b.new"))):
+        queue_catalog(writer, Catalog("h1", "c", tuple(Channel(n, "cpu", "gauge", "pct", "cpu0") for n in names),
+                                      version=version))
+    queue_catalog(writer, Catalog("h2", "c", (Channel("disk.reads", "storage", "counter", "ops", "vda"),), version=5))
+    writer.close()
+    listed = reveal("channels", "--data-dir", str(tmp_path / "data"), "--format", "tsv")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[1:] == ["h1\ta.new\tcpu\tgauge\tpct\tcpu0", "h1\tb.new\tcpu\tgauge\tpct\tcpu0",
+                                              "h2\tdisk.reads\tstorage\tcounter\tops\tvda"]
+    one = reveal("channels", "--data-dir", str(tmp_path / "data"), "--host", "h2", "--format", "tsv")
+    assert one.stdout.splitlines()[1:] == ["h2\tdisk.reads\tstorage\tcounter\tops\tvda"]
