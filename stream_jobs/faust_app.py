@@ -17,7 +17,6 @@ inserts, rows stay queued, attempts back off exponentially, and consumption paus
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from pathlib import Path
@@ -32,15 +31,14 @@ from schemas.kafka_security import KafkaSecurity
 from schemas.topics import TopicNames
 from schemas.records import (DEADLETTER_CODEC, decode_catalog, decode_frame, decode_host_window, encode_alert,
                              encode_anomaly, encode_host_window)
-from sinks.clickhouse import ClickHouseWriter, StorageError, describe_dsn
-from sinks.retry import Backoff
 from stream_jobs.allocator import release_free_memory
+from stream_jobs.backoff import Backoff
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.faust_transport import PromptApp
 from stream_jobs.releases import ReadCursors, ReleaseTracker, Verdict
-from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
+from stream_jobs.storage import ResultStore, StorageUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -57,23 +55,15 @@ RELEASE_MEMORY_EVERY_S = 10.0  # a few milliseconds each time (stream_jobs/alloc
 @dataclass(frozen=True)
 class WorkerSettings:
     bootstrap: str
-    clickhouse_dsn: str = field(repr=False)
-    database: str = "reveal"
     app_id: str = "reveal-worker"
     engine: EngineSettings = field(default_factory=EngineSettings)
     topics: TopicNames = TopicNames()
     flush_every_s: float = 1.0
     report_every_s: float = 10.0
     security: KafkaSecurity = KafkaSecurity()
-    max_pending_rows: int = 50_000
     storage_retry_max_s: float = 30.0
     max_held_s: float = 300.0
     session_timeout_s: float = 10.0  # how soon a crashed worker's partitions move to the others
-
-    @property
-    def storage(self) -> str:
-        """The ClickHouse DSN with any password hidden, for logs."""
-        return describe_dsn(self.clickhouse_dsn)
 
 
 @dataclass
@@ -86,15 +76,15 @@ class WorkerCounters:
 
 
 class WorkerShell:
-    """The worker's state outside Faust: the host stage, the ClickHouse writer and its thread."""
+    """The worker's state outside Faust: the host stage, the store its results go to and the store's thread.
+    `open_store` runs on that thread, where every later call on the store runs too."""
 
-    def __init__(self, settings: WorkerSettings):
+    def __init__(self, settings: WorkerSettings, open_store: Callable[[], ResultStore]):
         self.settings = settings
         self.counters = WorkerCounters()
         self.last_record_at: float | None = None
         self.storage_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
-        self.writer: ClickHouseWriter = self.storage_thread.submit(
-            ClickHouseWriter, settings.clickhouse_dsn, settings.database, settings.max_pending_rows).result()
+        self.store: ResultStore = self.storage_thread.submit(open_store).result()
         self.stage = HostStage(settings.engine, self.saved_baseline)
         self.cluster = ClusterStage()
         self.releases = ReleaseTracker(settings.max_held_s)
@@ -106,18 +96,14 @@ class WorkerShell:
 
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
         """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again."""
-        _, rows = self.storage_thread.submit(
-            self.writer.query, "SELECT state FROM baselines FINAL WHERE host = {host:String} AND "
-            "catalog_version = {version:UInt32} ORDER BY saved_at DESC LIMIT 1",
-            {"host": host, "version": catalog_version}).result()
-        return json.loads(rows[0][0]) if rows else None
+        return self.storage_thread.submit(self.store.saved_baseline, host, catalog_version).result()
 
     def progress(self) -> str:
         """One line on what the worker has done so far, for operators watching its log."""
         c, stage = self.counters, self.stage.counters
         return (f"{c.records} records, {stage.frames} frames from {len(self.stage.pipelines)} hosts, "
                 f"{c.anomalies} anomalies, {c.dead_letters} dead letters, {stage.held} frames held for a catalog, "
-                f"{self.writer.pending_rows()} rows waiting for ClickHouse, {c.storage_errors} storage errors, "
+                f"{self.store.pending_rows()} rows waiting for ClickHouse, {c.storage_errors} storage errors, "
                 f"{self.releases.held()} records held for windows in progress")
 
     def note_record(self) -> None:
@@ -143,8 +129,8 @@ class WorkerShell:
             return
         ready, generation = self.releases.take_ready(), self.cursors.generation
         try:
-            written = await asyncio.get_running_loop().run_in_executor(self.storage_thread, self.writer.flush)
-        except StorageError as error:
+            written = await asyncio.get_running_loop().run_in_executor(self.storage_thread, self.store.flush)
+        except StorageUnavailable as error:
             if generation == self.cursors.generation:
                 self.releases.put_back(ready)
             self._storage_failed(error)
@@ -155,13 +141,13 @@ class WorkerShell:
         for partition, offset in ready:
             self.acknowledge(partition, offset)
 
-    def _storage_failed(self, error: StorageError) -> None:
+    def _storage_failed(self, error: StorageUnavailable) -> None:
         self.counters.storage_errors += 1
         first = not self.backoff.failing
         delay = self.backoff.failed(time.monotonic())
         if first:
             log.error("ClickHouse unavailable: %s; %d rows kept, retrying with backoff (%.1f s, doubling up to "
-                      "%.0f s)", error, self.writer.pending_rows(), delay, self.backoff.max_s)
+                      "%.0f s)", error, self.store.pending_rows(), delay, self.backoff.max_s)
         else:
             log.debug("ClickHouse still unavailable (attempt %d); next in %.1f s", self.backoff.failures, delay)
 
@@ -174,33 +160,33 @@ class WorkerShell:
 
     async def wait_for_room(self) -> None:
         """Back-pressure: take no more input while the storage queue is full (nothing queued is dropped)."""
-        if not self.writer.is_full():
+        if not self.store.is_full():
             return
         if not self.backoff.failing:
             await self.flush()  # ClickHouse is healthy: write the full queue now rather than at the next tick
-            if not self.writer.is_full():
+            if not self.store.is_full():
                 return
         if not self.paused:
             self.paused = True
             log.warning("ClickHouse queue full (%d rows): consumption paused until rows are written",
-                        self.writer.pending_rows())
-        while self.writer.is_full():
+                        self.store.pending_rows())
+        while self.store.is_full():
             await asyncio.sleep(0.2)
         if self.paused:
             self.paused = False
-            log.info("ClickHouse queue below %d rows: consumption resumed", self.writer.max_pending_rows)
+            log.info("ClickHouse queue below %d rows: consumption resumed", self.store.max_pending_rows)
 
     def close(self, close_incidents: bool) -> None:
         """Write what is left and release the storage thread (after the event loop stopped). Open incidents are
         closed only when the run ends (`close_incidents`); a worker stopped by an operator leaves them open, since
         its records are not committed past them and whichever worker owns their hosts next carries them on."""
         if close_incidents:
-            queue_output(self.writer, self.stage.close())
+            self.store.store_output(self.stage.close())
         else:
             log.info("worker stopping: %d open incidents left for the next owner of their hosts",
                      self.stage.incidents.open_count() + self.cluster.incidents.open_count())
-        queue_cluster_output(self.writer, self.cluster.flush(close_incidents))
-        self.storage_thread.submit(self.writer.close).result()
+        self.store.store_cluster_output(self.cluster.flush(close_incidents))
+        self.storage_thread.submit(self.store.close).result()
         self.storage_thread.shutdown()
 
 
@@ -256,7 +242,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
         await deadletters.send(key=event.message.key, value=dead_letter(step, event, str(error)))
 
     async def publish(output) -> None:
-        queue_output(shell.writer, output)
+        shell.store.store_output(output)
         await publish_findings(output)
         for summary in output.host_windows:
             await host_windows.send(key=summary.cluster.encode(), value=encode_host_window(summary))
@@ -269,7 +255,7 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
             await alerts.send(key=alert.host.encode(), value=encode_alert(alert))
 
     async def publish_cluster(output) -> None:
-        queue_cluster_output(shell.writer, output)
+        shell.store.store_cluster_output(output)
         await publish_findings(output)
 
     async def consume(stream, step: str, decode, handle, forward=publish, hold=None) -> None:
@@ -356,11 +342,11 @@ def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
             await app.consumer.seek(tp, starts[tp])
 
     def take_catalog(catalog):
-        queue_catalog(shell.writer, catalog)
+        shell.store.store_catalog(catalog)
         return shell.stage.on_catalog(catalog)
 
     def take_frame(frame):
-        queue_frame(shell.writer, frame)
+        shell.store.store_frame(frame)
         return shell.stage.on_frame(frame)
 
     @app.agent(catalogs)
