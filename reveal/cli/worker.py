@@ -19,8 +19,9 @@ from reveal.cli.options import (DSN_HELP, add_engine_options, add_kafka_options,
                                      apply_retention, clickhouse_dsn, engine_settings, kafka_security, listen_address,
                                      positive_count, positive_seconds)
 from stream_jobs.catalog_preload import read_catalogs
-from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
-from stream_jobs.worker_metrics import WorkerMetrics
+from stream_jobs.worker.app import create_app
+from stream_jobs.worker.metrics import WorkerMetrics
+from stream_jobs.worker.shell import WorkerSettings, WorkerShell
 
 log = logging.getLogger(__name__)
 

@@ -78,8 +78,8 @@ def served_metric_names(chdb_dsn) -> set[str]:
     from producers.metrics import AgentMetrics
     from producers.publisher import KafkaFramePublisher
     from sinks.landing import open_landing
-    from stream_jobs.faust_app import WorkerSettings, WorkerShell
-    from stream_jobs.worker_metrics import WorkerMetrics
+    from stream_jobs.worker.metrics import WorkerMetrics
+    from stream_jobs.worker.shell import WorkerSettings, WorkerShell
     from tests.conftest import FIXTURES
 
     publisher = KafkaFramePublisher("127.0.0.1:1")

@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from sinks.landing import open_landing
-from stream_jobs.faust_app import WorkerSettings, WorkerShell
+from stream_jobs.worker.shell import WorkerSettings, WorkerShell
 
 
 def shell_for(chdb_dsn: str, database: str, max_pending_rows: int = 50_000, **settings) -> WorkerShell:
@@ -26,7 +26,7 @@ def test_records_are_released_only_after_a_successful_flush_and_failures_back_of
     shell.acknowledge = lambda partition, offset: acknowledged.append((partition, offset))
     shell.releases.consumed("catalog-0", 7)
     shell.store.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]]])
-    caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
+    caplog.set_level(logging.INFO, logger="stream_jobs.worker.shell")
     folder = frames_folder(chdb_dsn, database)
     subprocess.run(["chattr", "+i", folder], check=True)  # even root cannot add a part to an immutable folder
     try:
@@ -56,7 +56,7 @@ def test_a_full_queue_is_written_at_once_while_clickhouse_is_healthy(chdb_dsn, d
 def test_a_full_queue_pauses_input_while_clickhouse_refuses_rows(chdb_dsn, database, caplog):
     shell = shell_for(chdb_dsn, database, max_pending_rows=2)
     shell.store.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
-    caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
+    caplog.set_level(logging.INFO, logger="stream_jobs.worker.shell")
     folder = frames_folder(chdb_dsn, database)
 
     async def input_waits_for_storage():
