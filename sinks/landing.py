@@ -9,8 +9,7 @@ from typing import Mapping
 from schemas.records import Catalog, Frame
 from sinks.clickhouse import ClickHouseWriter
 from sinks.rows import alert_row, anomaly_row, catalog_row, frame_row
-from stream_jobs.cluster_stage import ClusterOutput
-from stream_jobs.host_stage import StageOutput
+from stream_jobs.records import StageOutput
 
 SAVED_BASELINE_SQL = ("SELECT state FROM baselines FINAL WHERE host = {host:String} AND "
                       "catalog_version = {version:UInt32} ORDER BY saved_at DESC LIMIT 1")
@@ -25,6 +24,7 @@ def queue_frame(writer: ClickHouseWriter, frame: Frame) -> None:
 
 
 def queue_output(writer: ClickHouseWriter, output: StageOutput) -> None:
+    """A stage's windows, anomalies, alerts, baselines and retransmission verdicts."""
     if output.window_rows:
         writer.add("windows", output.window_rows)
     if output.anomalies:
@@ -33,14 +33,6 @@ def queue_output(writer: ClickHouseWriter, output: StageOutput) -> None:
         writer.add("alerts", [alert_row(a) for a in output.alerts])
     if output.baseline_rows:
         writer.add("baselines", output.baseline_rows)
-
-
-def queue_cluster_output(writer: ClickHouseWriter, output: ClusterOutput) -> None:
-    """Peer and retransmission anomalies, their alerts, and every retransmission verdict."""
-    if output.anomalies:
-        writer.add("anomalies", [anomaly_row(a) for a in output.anomalies])
-    if output.alerts:
-        writer.add("alerts", [alert_row(a) for a in output.alerts])
     if output.retransmission_rows:
         writer.add("retransmissions", output.retransmission_rows)
 
@@ -68,9 +60,6 @@ class ClickHouseLanding:
 
     def store_output(self, output: StageOutput) -> None:
         queue_output(self.writer, output)
-
-    def store_cluster_output(self, output: ClusterOutput) -> None:
-        queue_cluster_output(self.writer, output)
 
     def flush(self) -> int:
         return self.writer.flush()

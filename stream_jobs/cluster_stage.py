@@ -15,18 +15,17 @@ step with its peers (a worker catching up, a restart) raises the same incidents 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
-from schemas.records import Alert, Anomaly, Evidence, HostWindow, PersistedChannel
-from stream_jobs.engine.crosshost import ConfigurationDifference, HostSummary, PeerComparator, PeerDeviation
+from schemas.records import HostWindow, PersistedChannel
+from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviation
 from stream_jobs.engine.incidents import CPU, IncidentTracker
 from stream_jobs.engine.peer_effects import PeerEffects
-from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransVerdict, RetransWindow, classify
-from stream_jobs.engine.signatures import match_signature
-from stream_jobs.host_stage import alert_record
-from stream_jobs.offline.host_tables import subsystem_for
+from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransWindow, classify
+from stream_jobs.records import (StageOutput, configuration_alert, configuration_anomaly, peer_anomaly,
+                                 retransmission_anomaly, retransmission_row, tracked_alert)
 
 STALE_WINDOWS = 30
 # Linux counts the retransmissions a receiver confirmed as needless (it had the segment) under this counter.
@@ -56,17 +55,6 @@ DEPARTURES_KEPT_WINDOWS = 600
 NOTHING_DEPARTS: frozenset[str] = frozenset()
 
 
-@dataclass
-class ClusterOutput:
-    anomalies: list[Anomaly] = field(default_factory=list)
-    alerts: list[Alert] = field(default_factory=list)
-    retransmission_rows: list[list] = field(default_factory=list)
-
-    def extend(self, other: "ClusterOutput") -> None:
-        for name in self.__dataclass_fields__:
-            getattr(self, name).extend(getattr(other, name))
-
-
 class ClusterStage:
     """Per-cluster peer comparison and retransmission context for every cluster this shell sees."""
 
@@ -92,7 +80,7 @@ class ClusterStage:
         self.windows_compared = 0
         self.late_summaries = 0
 
-    def on_host_window(self, summary: HostWindow) -> ClusterOutput:
+    def on_host_window(self, summary: HostWindow) -> StageOutput:
         """Take one summary; returns what the windows it completes show."""
         cluster = summary.cluster
         if summary.window_id <= self._compared_through.get(cluster, -1):
@@ -114,37 +102,37 @@ class ClusterStage:
             return -1
         return min(window for window in latest.values() if window >= newest - self.stale_windows)
 
-    def flush(self, close_incidents: bool = True) -> ClusterOutput:
+    def flush(self, close_incidents: bool = True) -> StageOutput:
         """Compare every window still waiting and, at the end of a run, close open incidents (a worker handing its
         clusters to another leaves them open for it to carry on)."""
-        output = ClusterOutput()
+        output = StageOutput()
         for cluster in list(self._pending):
             output.extend(self._compare_windows(cluster, sorted(self._pending[cluster])))
         if close_incidents:
             for event in self.incidents.close_all():
                 cluster = self._cluster_of_host.get(event.host.split("/")[0], "")
-                output.alerts += self.peer_effects.told(cluster, None, [_tracked_alert(event, cluster)])
+                output.alerts += self.peer_effects.told(cluster, None, [tracked_alert(event, cluster)])
         return output
 
-    def _late_host_window(self, cluster: str, summary: HostWindow) -> ClusterOutput:
+    def _late_host_window(self, cluster: str, summary: HostWindow) -> StageOutput:
         """A summary of a window already compared: its host's own findings, against the peers of that window."""
         departing = self._departing[cluster].setdefault(summary.window_id, {})
         if summary.host in departing:
-            return ClusterOutput()  # the same window again (a restarted worker publishes it twice)
+            return StageOutput()  # the same window again (a restarted worker publishes it twice)
         departing[summary.host] = departing_channels(summary)
         output = self._host_incidents(cluster, summary.window_id, [summary])
         output.alerts = self.peer_effects.told(cluster, summary.window_id, output.alerts)
         return output
 
-    def _compare_windows(self, cluster: str, window_ids: list[int]) -> ClusterOutput:
-        output = ClusterOutput()
+    def _compare_windows(self, cluster: str, window_ids: list[int]) -> StageOutput:
+        output = StageOutput()
         for window_id in window_ids:
             summaries = self._pending[cluster].pop(window_id)
             self._compared_through[cluster] = max(self._compared_through.get(cluster, window_id), window_id)
             output.extend(self._compare(cluster, window_id, summaries))
         return output
 
-    def _compare(self, cluster: str, window_id: int, summaries: dict[str, HostWindow]) -> ClusterOutput:
+    def _compare(self, cluster: str, window_id: int, summaries: dict[str, HostWindow]) -> StageOutput:
         self.windows_compared += 1
         comparator = self._comparators.setdefault(cluster, PeerComparator(**self._comparator_settings))
         hosts = sorted(summaries)
@@ -168,7 +156,7 @@ class ClusterStage:
                                            finding is not None, anomaly.score / anomaly.threshold if anomaly else 0.0,
                                            anomaly.subsystem if anomaly else "",
                                            [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
-            output.alerts += [_tracked_alert(e, cluster) for e in events]
+            output.alerts += [tracked_alert(e, cluster) for e in events]
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
         output.alerts = self.peer_effects.told(cluster, window_id, output.alerts)
         return output
@@ -210,11 +198,11 @@ class ClusterStage:
                                                                   onsets[c]))
                 for peer in peers]
 
-    def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> ClusterOutput:
+    def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> StageOutput:
         """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
         incidents of the host detectors, one per cause (subsystem): a new cause opens its own incident while
         another is open, and causes that open together are told strongest first."""
-        output = ClusterOutput()
+        output = StageOutput()
         for summary in summaries:
             own = own_departures(summary, self._peers_departing(cluster, window_id, summary))
             self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
@@ -230,7 +218,7 @@ class ClusterStage:
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
                                                named, evidence,
                                                windows_to_open(severity, mine[0].feature if mine else "mean"), lead)
-                output.alerts += [_tracked_alert(e, cluster) for e in events]
+                output.alerts += [tracked_alert(e, cluster) for e in events]
         return output
 
     def _routed(self, host: str, window_id: int, names: tuple[str, ...],
@@ -262,12 +250,12 @@ class ClusterStage:
         self._began[host], self._owner[host] = began, owner
         return routed
 
-    def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
+    def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> StageOutput:
         """Each host's window through its loss monitor, then a verdict that contrasts its alarm with its peers'."""
         windows = [retrans_window(summary) for summary in summaries]
         states = [self._retrans[w.host].observe(w) for w in windows]
         alarmed = sum(state[0] for state in states)
-        output = ClusterOutput()
+        output = StageOutput()
         for summary, window, (alarm, loss_z) in zip(summaries, windows, states):
             verdict = classify(window, alarm, loss_z, alarmed - alarm, len(summaries) - 1, self._retrans[window.host])
             output.retransmission_rows.append(retransmission_row(cluster, summary, verdict))
@@ -278,7 +266,7 @@ class ClusterStage:
                 f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns, summary.window_end_ns,
                 faulty, max(verdict.rate_z, 1.0) if faulty else 0.0, "network",
                 [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
-            output.alerts += [_tracked_alert(e, cluster) for e in events]
+            output.alerts += [tracked_alert(e, cluster) for e in events]
         return output
 
 
@@ -371,64 +359,3 @@ def retrans_window(summary: HostWindow) -> RetransWindow:
         rate = float(summary.means[summary.names.index(SPURIOUS_RETRANSMITS)])
         spurious = rate * seconds if np.isfinite(rate) else 0.0
     return RetransWindow(summary.host, summary.window_id, summary.retransmits, summary.segments_out, spurious)
-
-
-def peer_anomaly(summary: HostWindow, finding: PeerDeviation) -> Anomaly:
-    """A host that stays apart from its peers, with the channels that set it apart as evidence."""
-    index = {name: i for i, name in enumerate(summary.names)}
-    evidence = tuple(Evidence(channel, "peer-mean", float(summary.means[index[channel]]), float("nan"),
-                              float("nan"), float(z)) for channel, z in zip(finding.channels, finding.z))
-    top = evidence[0]
-    signature = match_signature([(e.channel, e.feature, e.z) for e in evidence], finding.as_dict())
-    claim = (f"{summary.host}'s {top.channel} is {top.value:.4g}, {abs(top.z):.1f} robust σ from the median of its "
-             f"{finding.peers} peers for {finding.persisted_windows} windows")
-    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
-                   ("peer",), float(max(abs(z) for z in finding.z)), 4.0, subsystem_for(top.channel), claim, evidence,
-                   "deviation from peers", signature.hint if signature else "")
-
-
-def configuration_anomaly(summary: HostWindow, difference: ConfigurationDifference) -> Anomaly:
-    """A host configured unlike its peers (constant channels that differ), found once when its offsets are learned."""
-    evidence = tuple(Evidence(channel, "peer-config", value, peer, float("nan"), z) for channel, value, peer, z in
-                     zip(difference.channels, difference.values, difference.peer_values,
-                         difference.as_dict().values()))
-    signature = match_signature([], difference.as_dict())
-    top = evidence[0]
-    claim = (f"{summary.host} is configured unlike its {difference.peers} peers: {top.channel} is {top.value:.6g} "
-             f"where theirs is {top.baseline_mean:.6g}" + (f" (and {len(evidence) - 1} more)" if len(evidence) > 1
-                                                          else ""))
-    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
-                   ("configuration",), float(len(evidence)), 1.0, subsystem_for(top.channel), claim, evidence,
-                   "configuration difference", signature.hint if signature else "")
-
-
-def configuration_alert(anomaly: Anomaly) -> Alert:
-    """One notice, opened and closed at once: a configuration is a fact to fix, not an incident to follow."""
-    return Alert(f"{anomaly.host}:config:{anomaly.window_id}", anomaly.host, anomaly.cluster, "closed",
-                 anomaly.window_start_ns, anomaly.window_end_ns, anomaly.score, anomaly.subsystem, anomaly.claim,
-                 anomaly.hint, "configuration")
-
-
-def retransmission_anomaly(summary: HostWindow, verdict: RetransVerdict) -> Anomaly:
-    evidence = (Evidence("snmp.Tcp.RetransSegs", "sum", summary.retransmits, float("nan"), float("nan"),
-                         verdict.rate_z),)
-    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
-                   ("retransmissions",), verdict.rate_z, 1.0, "network",
-                   f"fault-induced retransmissions on {summary.host}: {verdict.reason}", evidence,
-                   "fault-induced retransmissions", "check the link and port: errors, optics, switch drops")
-
-
-def retransmission_row(cluster: str, summary: HostWindow, verdict: RetransVerdict) -> list:
-    return [summary.host, cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
-            verdict.category, verdict.reason, summary.retransmits, summary.segments_out, float(verdict.rate_z)]
-
-
-def _tracked_alert(event, cluster: str) -> Alert:
-    """Incidents of the cluster stage are tracked as 'host/concern'; the alert names the host and the concern."""
-    host, _, concern = event.host.partition("/")
-    alert = alert_record(event, cluster)
-    kind = {"peers": "peer", "retransmissions": "retransmissions"}.get(concern, alert.kind)
-    kind = "anomaly" if concern.startswith("anomaly:") else kind
-    return Alert(alert.alert_id, host, cluster, alert.state, alert.start_ns, alert.end_ns, alert.severity,
-                 alert.subsystem, alert.summary.replace(event.host, host), alert.hint,
-                 kind if alert.kind != "regime" else "regime")

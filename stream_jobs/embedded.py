@@ -8,8 +8,9 @@ from typing import Callable, TextIO
 
 from schemas.records import Catalog, Frame
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.host_stage import HostStage, StageOutput
+from stream_jobs.host_stage import HostStage
 from stream_jobs.live_state import LiveState
+from stream_jobs.records import StageOutput
 from stream_jobs.storage import ResultStore
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class EmbeddedRunner:
         """Close open incidents and store what is left."""
         self._handle(self.stage.close())
         remaining = self.cluster.flush()
-        self.store.store_cluster_output(remaining)
+        self.store.store_output(remaining)
         self._count(remaining.anomalies, remaining.alerts)
         self.flush()
 
@@ -68,7 +69,7 @@ class EmbeddedRunner:
         across_hosts = []
         for summary in output.host_windows:
             cluster_output = self.cluster.on_host_window(summary)
-            self.store.store_cluster_output(cluster_output)
+            self.store.store_output(cluster_output)
             across_hosts += cluster_output.anomalies
             output.alerts += cluster_output.alerts
         output.anomalies += across_hosts

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Mapping, Protocol
 
 from schemas.records import Catalog, Frame
+from stream_jobs.records import StageOutput
 
 
 class StorageUnavailable(RuntimeError):
@@ -22,11 +23,8 @@ class ResultStore(Protocol):
 
     def store_frame(self, frame: Frame) -> None: ...
 
-    def store_output(self, output) -> None:
-        """Queue a host stage's output (its windows, anomalies, alerts and baselines)."""
-
-    def store_cluster_output(self, output) -> None:
-        """Queue a cluster stage's output (its anomalies, alerts and retransmission verdicts)."""
+    def store_output(self, output: StageOutput) -> None:
+        """Queue a stage's output: its windows, anomalies, alerts, baselines and retransmission verdicts."""
 
     def flush(self) -> int:
         """Write every queued row; returns how many; raises StorageUnavailable and keeps them if it cannot."""

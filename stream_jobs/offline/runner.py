@@ -13,7 +13,7 @@ from schemas.records import Catalog, Channel
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowVerdict, refit_phase
 from stream_jobs.engine.windows import WindowAssembler
-from stream_jobs.host_stage import host_window
+from stream_jobs.records import host_window
 from stream_jobs.offline.host_tables import counters_as_rates
 from stream_jobs.offline.tables import HostTable, RecordedTable, TableError
 

@@ -76,7 +76,7 @@ class RecordHandler:
             await self.alerts.send(key=alert.host.encode(), value=encode_alert(alert))
 
     async def publish_cluster(self, output) -> None:
-        self.shell.store.store_cluster_output(output)
+        self.shell.store.store_output(output)
         await self.publish_findings(output)
 
     def take_catalog(self, catalog):

@@ -157,7 +157,7 @@ class WorkerShell:
         else:
             log.info("worker stopping: %d open incidents left for the next owner of their hosts",
                      self.stage.incidents.open_count() + self.cluster.incidents.open_count())
-        self.store.store_cluster_output(self.cluster.flush(close_incidents))
+        self.store.store_output(self.cluster.flush(close_incidents))
         self.storage_thread.submit(self.store.close).result()
         self.storage_thread.shutdown()
 
