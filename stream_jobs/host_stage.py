@@ -17,8 +17,10 @@ import numpy as np
 
 from schemas.records import Catalog, Frame
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowVerdict, refit_phase
+from stream_jobs.engine.host_pipeline import HostPipeline, refit_phase
 from stream_jobs.engine.incidents import AlertEvent, IncidentTracker, RegimeDetector
+from stream_jobs.engine.settings import EngineSettings
+from stream_jobs.engine.verdicts import WindowVerdict
 from stream_jobs.records import StageOutput, alert_record, anomaly_record, baseline_row, host_window, window_row
 
 log = logging.getLogger(__name__)

@@ -11,10 +11,11 @@ import numpy as np
 from schemas.records import Alert, Anomaly, Catalog, Evidence, HostWindow, PersistedChannel
 from stream_jobs.engine.channels import subsystem_for
 from stream_jobs.engine.crosshost import ConfigurationDifference, PeerDeviation
-from stream_jobs.engine.host_pipeline import HostPipeline, WindowContext, WindowVerdict
+from stream_jobs.engine.host_pipeline import HostPipeline
 from stream_jobs.engine.incidents import AlertEvent
 from stream_jobs.engine.retransmissions import RetransVerdict
 from stream_jobs.engine.signatures import match_signature
+from stream_jobs.engine.verdicts import WindowContext, WindowVerdict
 
 
 @dataclass
@@ -39,8 +40,8 @@ class StageOutput:
 def window_row(catalog: Catalog, verdict: WindowVerdict) -> list:
     names = list(verdict.detector_scores)
     return [catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns, verdict.frames,
-            int(verdict.baseline_ready), finite_or_zero(verdict.score), finite_or_zero(verdict.threshold), int(verdict.anomalous),
-            names, [finite_or_zero(verdict.detector_scores[n]) for n in names],
+            int(verdict.baseline_ready), finite_or_zero(verdict.score), finite_or_zero(verdict.threshold),
+            int(verdict.anomalous), names, [finite_or_zero(verdict.detector_scores[n]) for n in names],
             [finite_or_zero(verdict.detector_thresholds[n]) for n in names], list(verdict.detectors), ""]
 
 
@@ -66,8 +67,8 @@ def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict
     persisted = () if watch is None or settling else persisted_signals(pipeline, watch)
     return HostWindow(catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns,
                       catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous and not settling,
-                      finite_or_zero(verdict.score), context.retransmits, context.segments_out, context.traffic_burstiness,
-                      context.irq_z, context.cpu_freq_z, context.gpu_power_z,
+                      finite_or_zero(verdict.score), context.retransmits, context.segments_out,
+                      context.traffic_burstiness, context.irq_z, context.cpu_freq_z, context.gpu_power_z,
                       None if watch is None else pipeline.signal_departures(watch).astype(np.float32), persisted)
 
 

@@ -15,7 +15,7 @@ from typing import Callable, Hashable
 from schemas.kafka_security import KafkaSecurity
 from schemas.topics import TopicNames
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.storage import ResultStore, StorageUnavailable
 from stream_jobs.worker.backoff import Backoff

@@ -8,7 +8,7 @@ from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from sinks.clickhouse import ClickHouseWriter
 from sinks.landing import ClickHouseLanding
 from stream_jobs.embedded import EmbeddedRunner
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.live_state import LiveState
 
@@ -48,7 +48,7 @@ def test_the_summary_counts_what_the_tables_hold_and_the_console_uses_their_word
 
 def test_a_learning_line_says_why_and_counts_its_own_spell():
     from stream_jobs.embedded import describe_verdict
-    from stream_jobs.engine.host_pipeline import WindowVerdict
+    from stream_jobs.engine.verdicts import WindowVerdict
 
     learning = WindowVerdict(7, T0, T0 + 3 * 10**9, 30, False, float("nan"), float("nan"), False, (), "", "", ())
     first = describe_verdict(learning, 30, 3)
