@@ -60,7 +60,8 @@ def handle(args) -> int:
     apply_retention(writer, args)
     live = LiveState(engine.warmup_windows)
     server.snapshot = live.snapshot
-    runner = sink.target = EmbeddedRunner(HostStage(engine), ClickHouseLanding(writer), None if args.quiet else sys.stdout, live=live)
+    console = None if args.quiet else sys.stdout
+    runner = sink.target = EmbeddedRunner(HostStage(engine), ClickHouseLanding(writer), console, live=live)
     server.start(args.data_dir)
     print(f"live page: {server.url}/" if server.page else f"queries: {server.url}/api/query", flush=True)
     try:
