@@ -77,7 +77,6 @@ def with_planted_configuration(items, host: str, channel: str, value: float):
     import numpy as np
 
     from schemas.records import Catalog
-    from sinks.landing import ClickHouseLanding
 
     index = None
     for item in items:
@@ -97,6 +96,7 @@ def store_recorded_run(writer) -> None:
     import json
 
     from schemas.records import Catalog
+    from sinks.landing import ClickHouseLanding
     from stream_jobs.embedded import EmbeddedRunner
     from stream_jobs.host_stage import HostStage
     from reveal.lab.ingest import LIVE_MODE, engine_settings_for
