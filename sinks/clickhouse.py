@@ -14,6 +14,7 @@ import clickhouse_connect
 
 from sinks.read_only import WriteRefused, check_read_only, single_statement
 from sinks.rows import frame_rows_binary
+from stream_jobs.storage import StorageUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ RETAINED_TABLES = ("frames", "windows")
 ROW_BINARY_TABLES = {"frames": frame_rows_binary}
 
 
-class StorageError(RuntimeError):
+class StorageError(StorageUnavailable):
     """ClickHouse could not be reached or refused a statement; the message names the target and the statement."""
 
 

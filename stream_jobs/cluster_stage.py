@@ -15,33 +15,25 @@ step with its peers (a worker catching up, a restart) raises the same incidents 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
-from schemas.records import Alert, Anomaly, Evidence, HostWindow, PersistedChannel
-from stream_jobs.engine.crosshost import ConfigurationDifference, HostSummary, PeerComparator, PeerDeviation
-from stream_jobs.engine.incidents import CPU, IncidentTracker
+from schemas.records import HostWindow, PersistedChannel
+from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviation
+from stream_jobs.engine.incidents import IncidentTracker
 from stream_jobs.engine.peer_effects import PeerEffects
-from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransVerdict, RetransWindow, classify
-from stream_jobs.engine.signatures import match_signature
-from stream_jobs.host_stage import alert_record
-from stream_jobs.offline.host_tables import subsystem_for
+from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransWindow, classify
+from stream_jobs.host_incidents import (JOIN_WITHIN_WINDOWS, began_together, cause_key, causes_strongest_first,
+                                        departing_channels, departure_of, departure_onset, named_subsystem,
+                                        own_departures, recent_lead, windows_to_open)
+from stream_jobs.records import (StageOutput, configuration_alert, configuration_anomaly, peer_anomaly,
+                                 retransmission_anomaly, retransmission_row, tracked_alert)
 
 STALE_WINDOWS = 30
 # Linux counts the retransmissions a receiver confirmed as needless (it had the segment) under this counter.
 SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
-# A channel that leaves its band on this many other hosts of the cluster within SHARED_WITHIN_WINDOWS of each other
-# moved with the job (a synchronised checkpoint, a new epoch, a change on shared infrastructure or a shared kernel),
-# not because of something on this host.
-SHARED_BY_HOSTS = 1
-SHARED_WITHIN_WINDOWS = 5
 EVIDENCE_LIMIT = 5
-# A host's own finding with a level this many band widths outside its band opens an incident in its first window (see
-# windows_to_open)
-STRONG_DEPARTURE = 10.0
-# A host's new cause this few windows after another began is the same fault reaching another subsystem
-JOIN_WITHIN_WINDOWS = 3
 # An incident quiet for this many windows beyond its close is held for its symptom's return (5 minutes in all at 1 s
 # windows): a lasting change that flickers in and out of its band is one incident, not a page each time it returns
 RECUR_WITHIN_WINDOWS = 270
@@ -53,18 +45,6 @@ LOSS_EFFECTS_WITHIN_WINDOWS = 60
 RENEW_AFTER_WINDOWS = 60
 # How many compared windows keep their hosts' departing channels, for summaries that arrive after their window
 DEPARTURES_KEPT_WINDOWS = 600
-NOTHING_DEPARTS: frozenset[str] = frozenset()
-
-
-@dataclass
-class ClusterOutput:
-    anomalies: list[Anomaly] = field(default_factory=list)
-    alerts: list[Alert] = field(default_factory=list)
-    retransmission_rows: list[list] = field(default_factory=list)
-
-    def extend(self, other: "ClusterOutput") -> None:
-        for name in self.__dataclass_fields__:
-            getattr(self, name).extend(getattr(other, name))
 
 
 class ClusterStage:
@@ -92,7 +72,7 @@ class ClusterStage:
         self.windows_compared = 0
         self.late_summaries = 0
 
-    def on_host_window(self, summary: HostWindow) -> ClusterOutput:
+    def on_host_window(self, summary: HostWindow) -> StageOutput:
         """Take one summary; returns what the windows it completes show."""
         cluster = summary.cluster
         if summary.window_id <= self._compared_through.get(cluster, -1):
@@ -114,37 +94,37 @@ class ClusterStage:
             return -1
         return min(window for window in latest.values() if window >= newest - self.stale_windows)
 
-    def flush(self, close_incidents: bool = True) -> ClusterOutput:
+    def flush(self, close_incidents: bool = True) -> StageOutput:
         """Compare every window still waiting and, at the end of a run, close open incidents (a worker handing its
         clusters to another leaves them open for it to carry on)."""
-        output = ClusterOutput()
+        output = StageOutput()
         for cluster in list(self._pending):
             output.extend(self._compare_windows(cluster, sorted(self._pending[cluster])))
         if close_incidents:
             for event in self.incidents.close_all():
                 cluster = self._cluster_of_host.get(event.host.split("/")[0], "")
-                output.alerts += self.peer_effects.told(cluster, None, [_tracked_alert(event, cluster)])
+                output.alerts += self.peer_effects.told(cluster, None, [tracked_alert(event, cluster)])
         return output
 
-    def _late_host_window(self, cluster: str, summary: HostWindow) -> ClusterOutput:
+    def _late_host_window(self, cluster: str, summary: HostWindow) -> StageOutput:
         """A summary of a window already compared: its host's own findings, against the peers of that window."""
         departing = self._departing[cluster].setdefault(summary.window_id, {})
         if summary.host in departing:
-            return ClusterOutput()  # the same window again (a restarted worker publishes it twice)
+            return StageOutput()  # the same window again (a restarted worker publishes it twice)
         departing[summary.host] = departing_channels(summary)
         output = self._host_incidents(cluster, summary.window_id, [summary])
         output.alerts = self.peer_effects.told(cluster, summary.window_id, output.alerts)
         return output
 
-    def _compare_windows(self, cluster: str, window_ids: list[int]) -> ClusterOutput:
-        output = ClusterOutput()
+    def _compare_windows(self, cluster: str, window_ids: list[int]) -> StageOutput:
+        output = StageOutput()
         for window_id in window_ids:
             summaries = self._pending[cluster].pop(window_id)
             self._compared_through[cluster] = max(self._compared_through.get(cluster, window_id), window_id)
             output.extend(self._compare(cluster, window_id, summaries))
         return output
 
-    def _compare(self, cluster: str, window_id: int, summaries: dict[str, HostWindow]) -> ClusterOutput:
+    def _compare(self, cluster: str, window_id: int, summaries: dict[str, HostWindow]) -> StageOutput:
         self.windows_compared += 1
         comparator = self._comparators.setdefault(cluster, PeerComparator(**self._comparator_settings))
         hosts = sorted(summaries)
@@ -168,7 +148,7 @@ class ClusterStage:
                                            finding is not None, anomaly.score / anomaly.threshold if anomaly else 0.0,
                                            anomaly.subsystem if anomaly else "",
                                            [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
-            output.alerts += [_tracked_alert(e, cluster) for e in events]
+            output.alerts += [tracked_alert(e, cluster) for e in events]
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
         output.alerts = self.peer_effects.told(cluster, window_id, output.alerts)
         return output
@@ -206,15 +186,15 @@ class ClusterStage:
         peers = [peer for peer in kept.get(window_id, {}) if peer != summary.host]
         channels = {summary.names[p.index] for p in summary.persisted}
         onsets = {c: departure_onset(kept, summary.host, c, window_id) or window_id for c in channels}
-        return [frozenset(c for c in channels if _began_together(departure_onset(kept, peer, c, window_id),
+        return [frozenset(c for c in channels if began_together(departure_onset(kept, peer, c, window_id),
                                                                   onsets[c]))
                 for peer in peers]
 
-    def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> ClusterOutput:
+    def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> StageOutput:
         """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
         incidents of the host detectors, one per cause (subsystem): a new cause opens its own incident while
         another is open, and causes that open together are told strongest first."""
-        output = ClusterOutput()
+        output = StageOutput()
         for summary in summaries:
             own = own_departures(summary, self._peers_departing(cluster, window_id, summary))
             self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
@@ -226,11 +206,11 @@ class ClusterStage:
                 severity = max((departure_of(summary, p) for p in mine), default=0.0)
                 named = named_subsystem(mine) if mine else subsystem
                 lead = next(((summary.names[p.index], p.feature, p.z) for p in mine if p.subsystem == named), None)
-                events = self.incidents.update(_cause_key(summary.host, subsystem), summary.window_id,
+                events = self.incidents.update(cause_key(summary.host, subsystem), summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
                                                named, evidence,
                                                windows_to_open(severity, mine[0].feature if mine else "mean"), lead)
-                output.alerts += [_tracked_alert(e, cluster) for e in events]
+                output.alerts += [tracked_alert(e, cluster) for e in events]
         return output
 
     def _routed(self, host: str, window_id: int, names: tuple[str, ...],
@@ -242,9 +222,9 @@ class ClusterStage:
         disk queue, dirty pages and I/O wait), and with none begins its cause's own incident. A channel that departs
         later, in a subsystem with no incident of its own, is a new cause. A quiet incident (one held open in case its
         symptom returns) takes back only the channels it held: others of its subsystem are a new fault's."""
-        live = {cause for cause in self._causes[host] if self.incidents.open_since_ns(_cause_key(host, cause))
+        live = {cause for cause in self._causes[host] if self.incidents.open_since_ns(cause_key(host, cause))
                 is not None}
-        quiet = {cause: self.incidents.held_quietly(_cause_key(host, cause), window_id) for cause in live}
+        quiet = {cause: self.incidents.held_quietly(cause_key(host, cause), window_id) for cause in live}
         began = {cause: window for cause, window in self._began[host].items() if cause in live}
         owner = {name: lead for name, lead in self._owner[host].items() if lead in live}
         routed: dict[str, list[PersistedChannel]] = defaultdict(list)
@@ -252,7 +232,7 @@ class ClusterStage:
             for persisted in mine:
                 name = names[persisted.index]
                 resumes = cause in live and (quiet.get(cause) is None or name in quiet[cause])
-                target = owner.get(name) or (cause if resumes else _recent_lead(began, window_id))
+                target = owner.get(name) or (cause if resumes else recent_lead(began, window_id))
                 if target is None:
                     target, began[cause] = cause, window_id
                     live.add(cause)
@@ -262,12 +242,12 @@ class ClusterStage:
         self._began[host], self._owner[host] = began, owner
         return routed
 
-    def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> ClusterOutput:
+    def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> StageOutput:
         """Each host's window through its loss monitor, then a verdict that contrasts its alarm with its peers'."""
         windows = [retrans_window(summary) for summary in summaries]
         states = [self._retrans[w.host].observe(w) for w in windows]
         alarmed = sum(state[0] for state in states)
-        output = ClusterOutput()
+        output = StageOutput()
         for summary, window, (alarm, loss_z) in zip(summaries, windows, states):
             verdict = classify(window, alarm, loss_z, alarmed - alarm, len(summaries) - 1, self._retrans[window.host])
             output.retransmission_rows.append(retransmission_row(cluster, summary, verdict))
@@ -278,89 +258,8 @@ class ClusterStage:
                 f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns, summary.window_end_ns,
                 faulty, max(verdict.rate_z, 1.0) if faulty else 0.0, "network",
                 [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
-            output.alerts += [_tracked_alert(e, cluster) for e in events]
+            output.alerts += [tracked_alert(e, cluster) for e in events]
         return output
-
-
-def _cause_key(host: str, cause: str) -> str:
-    return f"{host}/anomaly:{cause}"
-
-
-def _recent_lead(began: dict[str, int], window_id: int) -> str | None:
-    """The cause whose incident began last, if it began within JOIN_WITHIN_WINDOWS windows of this one."""
-    recent = [(window, cause) for cause, window in began.items() if window_id - window <= JOIN_WITHIN_WINDOWS]
-    return max(recent)[1] if recent else None
-
-
-def departure_onset(kept: dict[int, dict[str, frozenset[str]]], host: str, channel: str, window_id: int) -> int | None:
-    """The first window of the host's current run of departures on the channel, bridging returns to its band of up
-    to SHARED_WITHIN_WINDOWS windows; None when it has not departed in that many windows up to `window_id`."""
-    onset, quiet, window = None, 0, window_id
-    while window in kept and quiet <= SHARED_WITHIN_WINDOWS:
-        if channel in kept[window].get(host, NOTHING_DEPARTS):
-            onset, quiet = window, 0
-        else:
-            quiet += 1
-        window -= 1
-    return onset
-
-
-def _began_together(peer_onset: int | None, onset: int) -> bool:
-    return peer_onset is not None and abs(peer_onset - onset) <= SHARED_WITHIN_WINDOWS
-
-
-def windows_to_open(severity: float, feature: str = "mean") -> int:
-    """A host's own finding opens its incident at once when a channel's level (its mean, or its residual from a
-    correlated channel) lies STRONG_DEPARTURE band widths or more outside its band; a weaker one, or one led by a
-    spread within the window, must be flagged a second window running: a burst of a second or two keeps its channels
-    out for exactly the persistence the watch asks, and lifts a spread far more than a level, a fault for longer."""
-    return 1 if severity >= STRONG_DEPARTURE and feature in ("mean", "residual") else 2
-
-
-def departing_channels(summary: HostWindow) -> frozenset[str]:
-    """The channels the host reported outside their bands in the window (in either direction: a level and its
-    spread may move apart)."""
-    if summary.departures is None:
-        return NOTHING_DEPARTS
-    outside = np.flatnonzero(np.abs(summary.departures) >= 1.0)
-    return frozenset(summary.names[i] for i in outside) if len(outside) else NOTHING_DEPARTS
-
-
-def own_departures(summary: HostWindow, peers_departing: list[frozenset[str]]) -> list[PersistedChannel]:
-    """The host's persisted channels that fewer than SHARED_BY_HOSTS of its peers (all of them, in a smaller
-    cluster) left their bands on at about the time the host did (see ClusterStage._peers_departing)."""
-    if not summary.persisted or summary.departures is None:
-        return []
-    needed = min(SHARED_BY_HOSTS, len(peers_departing))
-    if needed == 0:
-        return list(summary.persisted)
-    return [persisted for persisted in summary.persisted
-            if sum(summary.names[persisted.index] in names for names in peers_departing) < needed]
-
-
-def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
-                           causes: set[str]) -> list[tuple[str, list[PersistedChannel]]]:
-    """Every cause (subsystem) the host has had, each with its own departing channels furthest first; the cause
-    with the furthest channel first, so causes that open in the same window are told strongest first."""
-    by_cause: dict[str, list[PersistedChannel]] = {cause: [] for cause in causes}
-    for persisted in sorted(own, key=lambda p: (-departure_of(summary, p), p.index)):
-        by_cause.setdefault(persisted.subsystem, []).append(persisted)
-    strongest = lambda item: max((departure_of(summary, p) for p in item[1]), default=0.0)  # noqa: E731
-    return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
-
-
-def named_subsystem(persisted: list[PersistedChannel]) -> str:
-    """The subsystem a window's channels (strongest first) are told under: the strongest channel's, or, when CPU
-    channels move with another subsystem's, the strongest of the others' (see IncidentTracker's naming)."""
-    return next((p.subsystem for p in persisted if p.subsystem != CPU), persisted[0].subsystem)
-
-
-def departure_of(summary: HostWindow, persisted: PersistedChannel) -> float:
-    """How far, in band widths, the feature that persisted lies outside its band (another feature of the channel
-    may lie further out for a window without having persisted)."""
-    if persisted.departure:
-        return abs(float(persisted.departure))
-    return abs(float(summary.departures[persisted.index]))
 
 
 def retrans_window(summary: HostWindow) -> RetransWindow:
@@ -371,64 +270,3 @@ def retrans_window(summary: HostWindow) -> RetransWindow:
         rate = float(summary.means[summary.names.index(SPURIOUS_RETRANSMITS)])
         spurious = rate * seconds if np.isfinite(rate) else 0.0
     return RetransWindow(summary.host, summary.window_id, summary.retransmits, summary.segments_out, spurious)
-
-
-def peer_anomaly(summary: HostWindow, finding: PeerDeviation) -> Anomaly:
-    """A host that stays apart from its peers, with the channels that set it apart as evidence."""
-    index = {name: i for i, name in enumerate(summary.names)}
-    evidence = tuple(Evidence(channel, "peer-mean", float(summary.means[index[channel]]), float("nan"),
-                              float("nan"), float(z)) for channel, z in zip(finding.channels, finding.z))
-    top = evidence[0]
-    signature = match_signature([(e.channel, e.feature, e.z) for e in evidence], finding.as_dict())
-    claim = (f"{summary.host}'s {top.channel} is {top.value:.4g}, {abs(top.z):.1f} robust σ from the median of its "
-             f"{finding.peers} peers for {finding.persisted_windows} windows")
-    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
-                   ("peer",), float(max(abs(z) for z in finding.z)), 4.0, subsystem_for(top.channel), claim, evidence,
-                   "deviation from peers", signature.hint if signature else "")
-
-
-def configuration_anomaly(summary: HostWindow, difference: ConfigurationDifference) -> Anomaly:
-    """A host configured unlike its peers (constant channels that differ), found once when its offsets are learned."""
-    evidence = tuple(Evidence(channel, "peer-config", value, peer, float("nan"), z) for channel, value, peer, z in
-                     zip(difference.channels, difference.values, difference.peer_values,
-                         difference.as_dict().values()))
-    signature = match_signature([], difference.as_dict())
-    top = evidence[0]
-    claim = (f"{summary.host} is configured unlike its {difference.peers} peers: {top.channel} is {top.value:.6g} "
-             f"where theirs is {top.baseline_mean:.6g}" + (f" (and {len(evidence) - 1} more)" if len(evidence) > 1
-                                                          else ""))
-    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
-                   ("configuration",), float(len(evidence)), 1.0, subsystem_for(top.channel), claim, evidence,
-                   "configuration difference", signature.hint if signature else "")
-
-
-def configuration_alert(anomaly: Anomaly) -> Alert:
-    """One notice, opened and closed at once: a configuration is a fact to fix, not an incident to follow."""
-    return Alert(f"{anomaly.host}:config:{anomaly.window_id}", anomaly.host, anomaly.cluster, "closed",
-                 anomaly.window_start_ns, anomaly.window_end_ns, anomaly.score, anomaly.subsystem, anomaly.claim,
-                 anomaly.hint, "configuration")
-
-
-def retransmission_anomaly(summary: HostWindow, verdict: RetransVerdict) -> Anomaly:
-    evidence = (Evidence("snmp.Tcp.RetransSegs", "sum", summary.retransmits, float("nan"), float("nan"),
-                         verdict.rate_z),)
-    return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
-                   ("retransmissions",), verdict.rate_z, 1.0, "network",
-                   f"fault-induced retransmissions on {summary.host}: {verdict.reason}", evidence,
-                   "fault-induced retransmissions", "check the link and port: errors, optics, switch drops")
-
-
-def retransmission_row(cluster: str, summary: HostWindow, verdict: RetransVerdict) -> list:
-    return [summary.host, cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
-            verdict.category, verdict.reason, summary.retransmits, summary.segments_out, float(verdict.rate_z)]
-
-
-def _tracked_alert(event, cluster: str) -> Alert:
-    """Incidents of the cluster stage are tracked as 'host/concern'; the alert names the host and the concern."""
-    host, _, concern = event.host.partition("/")
-    alert = alert_record(event, cluster)
-    kind = {"peers": "peer", "retransmissions": "retransmissions"}.get(concern, alert.kind)
-    kind = "anomaly" if concern.startswith("anomaly:") else kind
-    return Alert(alert.alert_id, host, cluster, alert.state, alert.start_ns, alert.end_ns, alert.severity,
-                 alert.subsystem, alert.summary.replace(event.host, host), alert.hint,
-                 kind if alert.kind != "regime" else "regime")

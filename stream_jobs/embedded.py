@@ -7,23 +7,23 @@ import time
 from typing import Callable, TextIO
 
 from schemas.records import Catalog, Frame
-from sinks.clickhouse import ClickHouseWriter
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.host_stage import HostStage, StageOutput
+from stream_jobs.host_stage import HostStage
 from stream_jobs.live_state import LiveState
-from stream_jobs.results import queue_catalog, queue_cluster_output, queue_frame, queue_output
+from stream_jobs.records import StageOutput
+from stream_jobs.storage import ResultStore
 
 log = logging.getLogger(__name__)
 
 
-
 class EmbeddedRunner:
-    """A FrameSink that runs each frame through the host stage and stores everything, flushing about once a second."""
+    """A FrameSink that runs each frame through the host stage and stores everything in `store`, flushing about
+    once a second."""
 
-    def __init__(self, stage: HostStage, writer: ClickHouseWriter, console: TextIO | None = None,
+    def __init__(self, stage: HostStage, store: ResultStore, console: TextIO | None = None,
                  flush_every_s: float = 1.0, clock: Callable[[], float] = time.monotonic,
                  live: LiveState | None = None):
-        self.stage, self.writer, self.console, self.live = stage, writer, console, live
+        self.stage, self.store, self.console, self.live = stage, store, console, live
         self.flush_every_s = flush_every_s
         self.cluster = ClusterStage()
         self.windows = 0
@@ -37,14 +37,14 @@ class EmbeddedRunner:
         self._last_flush = clock()
 
     def on_catalog(self, catalog: Catalog) -> None:
-        queue_catalog(self.writer, catalog)
+        self.store.store_catalog(catalog)
         if self.live is not None:
             self.live.on_catalog(catalog)
         self._show(f"catalog: {len(catalog.channels)} channels (version {catalog.version})")
         self._handle(self.stage.on_catalog(catalog))
 
     def on_frame(self, frame: Frame) -> None:
-        queue_frame(self.writer, frame)
+        self.store.store_frame(frame)
         if self.live is not None:
             self.live.on_frame(frame)
         self._handle(self.stage.on_frame(frame))
@@ -52,24 +52,24 @@ class EmbeddedRunner:
             self.flush()
 
     def flush(self) -> None:
-        self.writer.flush()
+        self.store.flush()
         self._last_flush = self._clock()
 
     def close(self) -> None:
         """Close open incidents and store what is left."""
         self._handle(self.stage.close())
         remaining = self.cluster.flush()
-        queue_cluster_output(self.writer, remaining)
+        self.store.store_output(remaining)
         self._count(remaining.anomalies, remaining.alerts)
         self.flush()
 
     def _handle(self, output: StageOutput) -> None:
-        queue_output(self.writer, output)
+        self.store.store_output(output)
         self.anomalies += len(output.anomalies)
         across_hosts = []
         for summary in output.host_windows:
             cluster_output = self.cluster.on_host_window(summary)
-            queue_cluster_output(self.writer, cluster_output)
+            self.store.store_output(cluster_output)
             across_hosts += cluster_output.anomalies
             output.alerts += cluster_output.alerts
         output.anomalies += across_hosts

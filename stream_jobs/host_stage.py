@@ -8,41 +8,25 @@ turns verdicts into incidents and alerts.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from schemas.records import Alert, Anomaly, Catalog, Evidence, Frame, HostWindow, PersistedChannel
+from schemas.records import Catalog, Frame
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.host_pipeline import (EngineSettings, HostPipeline, WindowContext, WindowVerdict,
-                                              refit_phase)
+from stream_jobs.engine.host_pipeline import HostPipeline, refit_phase
 from stream_jobs.engine.incidents import AlertEvent, IncidentTracker, RegimeDetector
-from stream_jobs.engine.signatures import match_signature
+from stream_jobs.engine.settings import EngineSettings
+from stream_jobs.engine.verdicts import WindowVerdict
+from stream_jobs.records import StageOutput, alert_record, anomaly_record, baseline_row, host_window, window_row
 
 log = logging.getLogger(__name__)
 
 MAX_HELD_FRAMES = 600
 BaselineLoader = Callable[[str, int], "dict | None"]
-
-
-@dataclass
-class StageOutput:
-    """What one input produced: rows for storage and records to publish."""
-
-    window_rows: list[list] = field(default_factory=list)
-    anomalies: list[Anomaly] = field(default_factory=list)
-    alerts: list[Alert] = field(default_factory=list)
-    host_windows: list[HostWindow] = field(default_factory=list)
-    baseline_rows: list[list] = field(default_factory=list)
-    verdicts: list[WindowVerdict] = field(default_factory=list)
-
-    def extend(self, other: "StageOutput") -> None:
-        for name in self.__dataclass_fields__:
-            getattr(self, name).extend(getattr(other, name))
 
 
 @dataclass
@@ -214,65 +198,3 @@ def activity_level(names: tuple[str, ...], means: np.ndarray | None) -> float | 
         return float(value) if np.isfinite(value) else None
     gpus = [i for i, name in enumerate(names) if name.startswith("gpu.utilization.")]
     return float(np.nanmean(means[gpus])) if gpus and np.isfinite(means[gpus]).any() else None
-
-
-def window_row(catalog: Catalog, verdict: WindowVerdict) -> list:
-    names = list(verdict.detector_scores)
-    return [catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns, verdict.frames,
-            int(verdict.baseline_ready), _finite(verdict.score), _finite(verdict.threshold), int(verdict.anomalous),
-            names, [_finite(verdict.detector_scores[n]) for n in names],
-            [_finite(verdict.detector_thresholds[n]) for n in names], list(verdict.detectors), ""]
-
-
-def anomaly_record(catalog: Catalog, verdict: WindowVerdict) -> Anomaly:
-    evidence = tuple(Evidence(c.channel, c.feature, c.value, c.baseline_mean, c.baseline_std, c.z)
-                     for c in verdict.evidence)
-    signature = match_signature([(c.channel, c.feature, c.z) for c in verdict.evidence])
-    return Anomaly(catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns,
-                   verdict.detectors, verdict.score, verdict.threshold, verdict.subsystem, verdict.claim, evidence,
-                   verdict.explanation, signature.hint if signature else "")
-
-
-def alert_record(event: AlertEvent, cluster: str) -> Alert:
-    return Alert(event.alert_id, event.host, cluster, event.state, event.start_ns, event.end_ns,
-                 _finite(event.severity), event.subsystem, event.summary, event.hint, event.kind)
-
-
-def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict, settling: bool = False) -> HostWindow:
-    """The window's summary for the cluster stage; while the host settles after a workload change its channels'
-    departures are not handed on as findings."""
-    context = verdict.context or WindowContext()
-    watch = verdict.watch
-    persisted = () if watch is None or settling else _persisted_signals(pipeline, watch)
-    return HostWindow(catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns,
-                      catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous and not settling,
-                      _finite(verdict.score), context.retransmits, context.segments_out, context.traffic_burstiness,
-                      context.irq_z, context.cpu_freq_z, context.gpu_power_z,
-                      None if watch is None else pipeline.signal_departures(watch).astype(np.float32), persisted)
-
-
-def _persisted_signals(pipeline: HostPipeline, watch) -> tuple[PersistedChannel, ...]:
-    """The persisted watched columns as signals (a residual as its pruned signal), each signal once, by its
-    furthest column."""
-    found: dict[int, PersistedChannel] = {}
-    columns = np.flatnonzero(watch.persisted)
-    for column in columns[np.argsort(-np.abs(watch.departure[columns]), kind="stable")]:
-        signal = pipeline.watched_signal(int(column))
-        if signal not in found:
-            found[signal] = PersistedChannel(signal, float(watch.z[column]),
-                                             pipeline.subsystem_of[pipeline.signal_names[signal]],
-                                             pipeline.watched_feature(int(column)),
-                                             float(watch.departure[column]))
-    return tuple(found.values())
-
-
-def baseline_row(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list:
-    """The host's learned baseline, stamped with the window that completed it (deterministic in replays); a
-    restored pipeline does not judge again the windows up to that one, which were stored before it."""
-    return [catalog.host, catalog.version, verdict.end_ns // 1_000_000, pipeline.windows_seen,
-            json.dumps({**pipeline.state(), "through_ns": verdict.end_ns})]
-
-
-def _finite(value: float) -> float:
-    """Infinity or NaN (no baseline yet) is stored as 0 so that SQL aggregates stay finite."""
-    return float(value) if np.isfinite(value) else 0.0

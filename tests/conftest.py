@@ -96,14 +96,15 @@ def store_recorded_run(writer) -> None:
     import json
 
     from schemas.records import Catalog
+    from sinks.landing import ClickHouseLanding
     from stream_jobs.embedded import EmbeddedRunner
     from stream_jobs.host_stage import HostStage
     from reveal.lab.ingest import LIVE_MODE, engine_settings_for
     from reveal.lab.replay import merged_recordings
 
     meta = json.loads((RECORDED_RUN / "run.json").read_text())
-    runner = EmbeddedRunner(HostStage(engine_settings_for(meta["baseline_s"], LIVE_MODE, meta["seed"])), writer,
-                            flush_every_s=5.0)
+    runner = EmbeddedRunner(HostStage(engine_settings_for(meta["baseline_s"], LIVE_MODE, meta["seed"])),
+                            ClickHouseLanding(writer), flush_every_s=5.0)
     items = merged_recordings(sorted((RECORDED_RUN / "telemetry").glob("*.avro")))
     for item in with_planted_configuration(items, *PLANTED_CONFIGURATION):
         (runner.on_catalog if isinstance(item, Catalog) else runner.on_frame)(item)

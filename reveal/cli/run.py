@@ -8,6 +8,7 @@ from pathlib import Path
 
 from producers.agent import Agent
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
+from sinks.landing import ClickHouseLanding
 from reveal.cli.options import (DEFAULT_DATA_DIR, DEFAULT_LISTEN, StopFlag, add_agent_options,
                                      add_engine_options, add_retention_options, agent_settings, apply_retention,
                                      engine_settings, listen_address, positive_seconds,
@@ -59,7 +60,8 @@ def handle(args) -> int:
     apply_retention(writer, args)
     live = LiveState(engine.warmup_windows)
     server.snapshot = live.snapshot
-    runner = sink.target = EmbeddedRunner(HostStage(engine), writer, None if args.quiet else sys.stdout, live=live)
+    console = None if args.quiet else sys.stdout
+    runner = sink.target = EmbeddedRunner(HostStage(engine), ClickHouseLanding(writer), console, live=live)
     server.start(args.data_dir)
     print(f"live page: {server.url}/" if server.page else f"queries: {server.url}/api/query", flush=True)
     try:

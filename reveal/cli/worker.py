@@ -13,12 +13,15 @@ import faust
 
 from producers.metrics import serve_metrics
 from schemas.topics import TopicNames, ensure_topics
+from sinks.clickhouse import describe_dsn
+from sinks.landing import open_landing
 from reveal.cli.options import (DSN_HELP, add_engine_options, add_kafka_options, add_retention_options,
                                      apply_retention, clickhouse_dsn, engine_settings, kafka_security, listen_address,
                                      positive_count, positive_seconds)
 from stream_jobs.catalog_preload import read_catalogs
-from stream_jobs.faust_app import WorkerSettings, WorkerShell, create_app
-from stream_jobs.worker_metrics import WorkerMetrics
+from stream_jobs.worker.app import create_app
+from stream_jobs.worker.metrics import WorkerMetrics
+from stream_jobs.worker.shell import WorkerSettings, WorkerShell
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +62,16 @@ def register(commands) -> None:
 
 
 def handle(args) -> int:
-    settings = WorkerSettings(args.bootstrap, clickhouse_dsn(args.clickhouse), args.database, args.group,
-                              engine_settings(args),
-                              TopicNames(args.topic_prefix), security=kafka_security(args),
-                              max_pending_rows=args.max_pending_rows, storage_retry_max_s=args.storage_retry_max)
-    log.info("worker: %s; storage %s", settings, settings.storage)
+    settings = WorkerSettings(args.bootstrap, args.group, engine_settings(args), TopicNames(args.topic_prefix),
+                              security=kafka_security(args), storage_retry_max_s=args.storage_retry_max)
+    dsn = clickhouse_dsn(args.clickhouse)
+    log.info("worker: %s; storage %s, database %s, at most %d rows queued", settings, describe_dsn(dsn),
+             args.database, args.max_pending_rows)
     client_config = {"bootstrap.servers": args.bootstrap, **settings.security.client_config()}
     ensure_topics(client_config, TopicNames(args.topic_prefix))
-    shell = WorkerShell(settings)
+    shell = WorkerShell(settings, lambda: open_landing(dsn, args.database, args.max_pending_rows))
     metrics = serve_metrics(WorkerMetrics(shell, args.group), args.metrics_listen) if args.metrics_listen else None
-    shell.storage_thread.submit(apply_retention, shell.writer, args).result()
+    shell.storage_thread.submit(apply_retention, shell.store.writer, args).result()
     catalogs = read_catalogs(args.bootstrap, settings.topics.catalog, client_config=client_config)
     for catalog in catalogs:
         shell.stage.on_catalog(catalog)
@@ -96,7 +99,7 @@ def handle(args) -> int:
     finally:
         shell.close(close_incidents=run_ended.is_set())
         log.info("worker stopped: %s; stage %s; rows written %s", shell.counters, shell.stage.counters,
-                 shell.writer.stats.rows)
+                 shell.store.rows_written)
         if metrics is not None:
             metrics.shutdown()
     return status

@@ -20,6 +20,7 @@ from typing import Callable
 
 from schemas.records import Alert, Anomaly, Frame
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
+from sinks.landing import queue_output
 from sinks.rows import catalog_row, frame_row
 from stream_jobs.engine.host_pipeline import EngineSettings
 from reveal.lab.effects import fault_rates
@@ -27,7 +28,6 @@ from reveal.lab.replay import ReplayResult, incidents, merged_recordings, replay
 from reveal.lab.scoring import (NS_PER_S, JudgedTime, RunScore, run_score_from_record, run_score_record,
                                      score_modes, score_rows)
 from reveal.lab.truth import FaultLabel, ReportedWindow, RetransmissionVerdict, RunOutputs, read_truth
-from stream_jobs.results import queue_cluster_output, queue_output
 
 THRESHOLD_MODES = ("calibrated", "paper")
 LIVE_MODE = "calibrated"
@@ -223,7 +223,7 @@ def _store_live(writer: ClickHouseWriter, run: RecordedRun, live: ReplayResult) 
     writer.add("catalogs", [catalog_row(c) for c in live.catalogs])
     writer.add("frames", [frame_row(item) for item in merged_recordings(run.recordings) if isinstance(item, Frame)])
     queue_output(writer, live.host)
-    queue_cluster_output(writer, live.cluster)
+    queue_output(writer, live.cluster)
     writer.flush()
 
 

@@ -16,9 +16,10 @@ from typing import Iterable, Iterator
 
 from producers.recording import read_recording
 from schemas.records import Alert, Anomaly, Catalog, Frame
-from stream_jobs.cluster_stage import ClusterOutput, ClusterStage
+from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.engine.host_pipeline import EngineSettings
-from stream_jobs.host_stage import HostStage, StageOutput
+from stream_jobs.host_stage import HostStage
+from stream_jobs.records import StageOutput
 from reveal.lab.truth import ReportedIncident, ReportedWindow, RetransmissionVerdict, RunOutputs
 
 
@@ -29,7 +30,7 @@ class ReplayResult:
     catalogs: list[Catalog] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
     host: StageOutput = field(default_factory=StageOutput)
-    cluster: ClusterOutput = field(default_factory=ClusterOutput)
+    cluster: StageOutput = field(default_factory=StageOutput)
 
 
 def merged_recordings(paths: Iterable[str | Path]) -> Iterator[Catalog | Frame]:

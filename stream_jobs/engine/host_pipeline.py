@@ -6,97 +6,28 @@ from __future__ import annotations
 import warnings
 import zlib
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
-from stream_jobs.engine.channel_watch import (IQR_TO_SIGMA, ChannelBands, ChannelWatch, WatchSettings, WatchVerdict,
-                                              counts_things, event_floor)
+from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchVerdict, counts_things, event_floor
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble
 from stream_jobs.engine.features import FeatureLayout, feature_layout
+from stream_jobs.engine.residuals import Residuals
 from stream_jobs.engine.selection import Selection, select_channels
+from stream_jobs.engine.settings import EngineSettings
+from stream_jobs.engine.verdicts import WindowContext, WindowVerdict
+from stream_jobs.engine.watched_columns import WatchedColumns, column_means, column_medians, moves_every_step
 from stream_jobs.engine.windows import Window, WindowAssembler
 
-MODES = ("calibrated", "paper")
-# The agent's own metrics (its memory, its tick lag) tell of the agent, not of the host's workload.
-SELF_METRIC_PREFIX = "agent."
 # A rate is taken over a step of at least this share of the sampling interval (see derived.step_seconds)
 MIN_STEP_SHARE = 0.5
 
 
-@dataclass(frozen=True)
-class EngineSettings:
-    """How windows are cut, baselines learned and windows judged; the same for live, replayed and offline runs."""
-
-    window_s: float = 3.0
-    stride_s: float = 1.0
-    interval_s: float = 0.1
-    warmup_windows: int = 60
-    evidence_limit: int = 5
-    mode: str = "calibrated"
-    risk: float = 1e-4
-    min_agreement: int = 1
-    seed: int = 0
-    selection_threshold: float | None = 0.5
-    refit_every: int = 300
-    baseline_capacity: int = 32
-    baseline_stride: int = 5
-    explain_all: bool = False
-    baseline_trim: float = 0.0
-    watch: WatchSettings = WatchSettings()
-    ensemble_alerts: bool = False
-
-    def __post_init__(self):
-        if self.warmup_windows < 10:
-            raise ValueError(f"warmup_windows is {self.warmup_windows}; at least 10 baseline windows are needed")
-        if self.mode not in MODES:
-            raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
-        if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:
-            raise ValueError(f"selection_threshold is {self.selection_threshold}; expected between 0 and 1, or None")
-
-
-@dataclass(frozen=True)
-class WindowVerdict:
-    """What the engine concluded about one window of one host."""
-
-    window_id: int
-    start_ns: int
-    end_ns: int
-    frames: int
-    baseline_ready: bool
-    score: float
-    threshold: float
-    anomalous: bool
-    detectors: tuple[str, ...]
-    subsystem: str
-    claim: str
-    evidence: tuple[Contribution, ...]
-    detector_scores: dict = field(default_factory=dict)
-    detector_thresholds: dict = field(default_factory=dict)
-    explanation: str = ""
-    baseline_changed: bool = False
-    channel_means: np.ndarray | None = field(default=None, compare=False)
-    context: "WindowContext | None" = field(default=None, compare=False)
-    watch: WatchVerdict | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True)
-class WindowContext:
-    """What the cluster stage needs besides channel means: the window's retransmission context (paper §6)."""
-
-    retransmits: float = 0.0
-    segments_out: float = 0.0
-    traffic_burstiness: float = 0.0
-    irq_z: float = 0.0
-    cpu_freq_z: float = 0.0
-    gpu_power_z: float = 0.0
-
-
-class HostPipeline:
+class HostPipeline(WatchedColumns):
     """Windows one host's frames, learns a baseline from its first windows, then judges each new window."""
 
     def __init__(self, channels: ChannelTable, settings: EngineSettings = EngineSettings(), refit_phase: int = 0):
@@ -135,73 +66,6 @@ class HostPipeline:
         self._retrans = _indices(self.signal_names, ("snmp.Tcp.RetransSegs",))
         self._segments = _indices(self.signal_names, ("snmp.Tcp.OutSegs",))
         self._tx_bytes = _indices(self.signal_names, ("net.tx_bytes.",), prefix=True)
-
-    def _event_floors(self) -> np.ndarray:
-        """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
-        watch's byte floor, counters of time busy in the baseline: its core floor (one that never moved, such as CFS
-        throttling, stays an event count), gauges that count things: its count floor); the agent's own metrics get an
-        infinite one, so they are never judged."""
-        floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
-        bytes_per_unit = np.concatenate([self.channels.bytes_per_unit, np.zeros(len(self.specs))])
-        with np.errstate(divide="ignore"):
-            byte_floor = self.settings.watch.byte_floor / bytes_per_unit
-        floors = np.where(bytes_per_unit > 0, np.fmax(floors, byte_floor), floors)
-        seconds_per_unit = np.concatenate([self.channels.seconds_per_unit, np.zeros(len(self.specs))])
-        busy_time = (seconds_per_unit > 0) & (self.signal_levels > 0)
-        with np.errstate(divide="ignore"):
-            core_floor = self.settings.watch.core_floor / seconds_per_unit
-        floors = np.where(busy_time, np.fmax(floors, core_floor), floors)
-        counts = self.counted & (bytes_per_unit == 0)
-        floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
-        floors = np.fmax(floors, self.ratio_floors)
-        own = np.array([name.startswith(SELF_METRIC_PREFIX) for name in self.signal_names], dtype=bool)
-        return np.where(own, np.inf, floors)
-
-    def _watch_floors(self) -> np.ndarray:
-        """Floors of the watched columns (see _watched): each takes its signal's, but the spread within a window of a
-        counter (or of a ratio of counters) is floored where its minimum events, all arriving in one sample, would
-        put it (one instant's handful is not an event); a residual's is at least a share of its pruned signal's
-        spread over the baseline, so a fit that was tight does not turn a small change in the ratio of two channels
-        into an event. A ratio of two counters is not judged by its spread: per sample it is the quotient of two
-        handfuls of counts and leaps whenever a retransmission falls in a sample of few segments, while its mean
-        carries any lasting change. Spreads and residuals are also floored at `spread_relative_floor` of their
-        signal's baseline
-        level, so a near-constant gauge without a unit (a memory total in a table) that stops wobbling or drifts by a
-        few kilobytes from its fit is not an event."""
-        floors = self._event_floors()
-        spreads = np.where(self._cumulative | self._step_ratios, floors * self._one_sample_burst(), floors)
-        spreads = np.where(self._step_ratios, np.inf, spreads)
-        spreads = np.fmax(spreads, self.settings.watch.spread_relative_floor * np.abs(self.signal_levels))
-        residual = np.fmax(floors[self.residuals.dropped], self.settings.watch.residual_floor * self.residuals.spread)
-        residual = np.fmax(residual, self.settings.watch.spread_relative_floor * np.abs(self.residuals.level))
-        residual_spreads = np.fmax(spreads[self.residuals.dropped], residual)
-        return np.concatenate([floors, spreads, residual, residual_spreads])
-
-    def _one_sample_burst(self) -> float:
-        """How much larger a counter's spread within a window is than its mean when all of the window's events
-        arrive in one sample and none in the others."""
-        samples = max(2.0, self.settings.window_s / self.settings.interval_s)
-        return self.settings.window_s / self.settings.interval_s * np.sqrt(samples - 1) / samples
-
-    def _secondary_columns(self) -> np.ndarray:
-        """True for every watched column but the signals' means."""
-        columns = len(self._watch_floors())
-        return np.arange(columns) >= len(self.signal_names)
-
-    def _spread_columns(self) -> np.ndarray:
-        """True for the watched columns that are spreads within a window (a signal's, or a residual's)."""
-        signals, residuals = len(self.signal_names), len(self.residuals)
-        index = np.arange(2 * signals + 2 * residuals)
-        return ((index >= signals) & (index < 2 * signals)) | (index >= 2 * signals + residuals)
-
-    def signal_departures(self, watched: WatchVerdict) -> np.ndarray:
-        """Each signal's departure: the largest of its watched columns'."""
-        departures = np.zeros(len(self.signal_names))
-        owners = np.array([self.watched_signal(i) for i in range(len(watched.departure))], dtype=np.int64)
-        larger = np.abs(watched.departure)
-        order = np.argsort(larger, kind="stable")
-        departures[owners[order]] = watched.departure[order]
-        return departures
 
     @property
     def baseline_ready(self) -> bool:
@@ -267,7 +131,7 @@ class HostPipeline:
         self.windows_seen += 1
         signal = self._signal(window)
         seconds = self._frame_seconds(window)
-        means = _column_means(signal)
+        means = column_means(signal)
         if not self.baseline_ready:
             return self._learn(window, seconds, signal, means)
         features = self.layout.compute(seconds, signal[:, self.kept])
@@ -307,64 +171,6 @@ class HostPipeline:
         return tuple(Contribution(self.watched_name(i), self.watched_feature(i), float(observed[i]),
                                   float(bands.median[i]), float(bands.sigma[i]), float(watched.z[i]),
                                   self.watched_reference(i)) for i in order if magnitude[i] >= 0)
-
-    def watched_reference(self, index: int) -> str:
-        """The representative a residual column is fitted on ('' for a signal's own columns)."""
-        signals = len(self.signal_names)
-        if index < 2 * signals:
-            return ""
-        return self.signal_names[self.residuals.representative[(index - 2 * signals) % len(self.residuals)]]
-
-    def _watched(self, signal: np.ndarray, means: np.ndarray) -> np.ndarray:
-        """The watched columns of one window: every signal's mean and spread, then every residual's mean and
-        spread."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            spreads = np.nanstd(signal, axis=0)
-        return np.concatenate([means, spreads, *self.residuals.summary(signal)])
-
-    def _inner(self, signal: np.ndarray) -> np.ndarray | None:
-        """The watched columns' confirmations (see ChannelWatch.judge): each column as the median over the window's
-        seconds, so one second's burst does not move it; None for a window under three seconds."""
-        seconds = round(signal.shape[0] * self.settings.interval_s)
-        if seconds < 3:
-            return None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmedian(np.stack([self._second(part) for part in np.array_split(signal, seconds)]), axis=0)
-
-    def _second(self, part: np.ndarray) -> np.ndarray:
-        """One second's watched columns. Signals that move at every step take its median step and quartile spread,
-        so that a burst straddling two seconds moves neither; others (read less often, or sparse) its mean and
-        standard deviation."""
-        watched = self._watched(part, _column_means(part))
-        steady = np.flatnonzero(self.steady)
-        if len(steady) and len(part) >= 4:
-            signals, rows = len(self.signal_names), len(part)
-            ordered = np.sort(part[:, steady], axis=0)  # a NaN sorts last and makes that signal's quartiles NaN
-            complete = np.isfinite(ordered[-1])
-            median = 0.5 * (ordered[(rows - 1) // 2] + ordered[rows // 2])
-            spread = (ordered[(3 * rows) // 4] - ordered[rows // 4]) / IQR_TO_SIGMA
-            watched[steady] = np.where(complete, median, np.nan)
-            watched[signals + steady] = np.where(complete, spread, np.nan)
-        return watched
-
-    def watched_signal(self, index: int) -> int:
-        """The signal a watched column belongs to (a residual's pruned signal)."""
-        signals = len(self.signal_names)
-        if index < 2 * signals:
-            return index % signals
-        return int(self.residuals.dropped[(index - 2 * signals) % len(self.residuals)])
-
-    def watched_name(self, index: int) -> str:
-        return self.signal_names[self.watched_signal(index)]
-
-    def watched_feature(self, index: int) -> str:
-        """'mean' or 'std' of the signal, or 'residual' / 'residual-std' of a pruned signal around its fit."""
-        signals = len(self.signal_names)
-        if index < 2 * signals:
-            return "mean" if index < signals else "std"
-        return "residual" if index < 2 * signals + len(self.residuals) else "residual-std"
 
     def _subsystem(self, watched: WatchVerdict) -> str:
         """The subsystem of the persisted channels, each weighing log(1 + its departure), so one channel far out
@@ -450,7 +256,7 @@ class HostPipeline:
         self.residuals = Residuals.fit(signals, self.signal_names, represented)
         self.counted = counts_things(signals, np.asarray(self.signal_kinds) == "gauge")
         self.ratio_floors = self._ratio_floors(np.vstack(self._warmup_means))
-        self.signal_levels = _medians(np.vstack(self._warmup_means))
+        self.signal_levels = column_medians(np.vstack(self._warmup_means))
         self.steady = moves_every_step(signals)
         columns = 2 * len(self.signal_names) + 2 * len(self.residuals)
         baseline = np.full((len(self._warmup_means), columns), np.nan)
@@ -561,82 +367,6 @@ class HostPipeline:
         return True
 
 
-@dataclass(frozen=True, eq=False)
-class Residuals:
-    """Each signal that selection pruned, as its residual from the kept signal that represents it (a least-squares
-    line fitted on the baseline): the residual's mean and spread within a window are watched like channels, so a
-    pruned signal that shifts on its own stays visible and a correlation that breaks shows as a residual that
-    widens. `level` is each pruned signal's baseline mean, which floors its residual (see
-    HostPipeline._watch_floors)."""
-
-    dropped: np.ndarray
-    representative: np.ndarray
-    intercept: np.ndarray
-    slope: np.ndarray
-    spread: np.ndarray
-    level: np.ndarray
-
-    @classmethod
-    def none(cls) -> Residuals:
-        empty = np.zeros(0)
-        return cls(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty, empty)
-
-    @classmethod
-    def fit(cls, signal: np.ndarray, names: tuple[str, ...], represented_by: dict[str, str]) -> Residuals:
-        """Lines of each pruned signal on its representative over the baseline's samples (rows with either
-        missing take no part; a representative that never varied gives a flat line at the pruned one's mean)."""
-        position = {name: i for i, name in enumerate(names)}
-        pairs = [(position[d], position[r]) for d, r in sorted(represented_by.items())
-                 if d in position and r in position]
-        if not pairs or len(signal) < 3:
-            return cls.none()
-        dropped, representative = (np.array(column, dtype=np.int64) for column in zip(*pairs))
-        y, x = signal[:, dropped], signal[:, representative]
-        valid = np.isfinite(x) & np.isfinite(y)
-        count = np.fmax(valid.sum(axis=0), 1)
-        x_mean = np.where(valid, x, 0).sum(axis=0) / count
-        y_mean = np.where(valid, y, 0).sum(axis=0) / count
-        covariance = np.where(valid, (x - x_mean) * (y - y_mean), 0).sum(axis=0)
-        variance = np.where(valid, (x - x_mean) ** 2, 0).sum(axis=0)
-        slope = np.divide(covariance, variance, out=np.zeros_like(covariance), where=variance > 0)
-        spread = np.sqrt(np.where(valid, (y - y_mean) ** 2, 0).sum(axis=0) / count)
-        return cls(dropped, representative, y_mean - slope * x_mean, slope, spread, y_mean)
-
-    def __len__(self) -> int:
-        return len(self.dropped)
-
-    def summary(self, signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each residual's mean and standard deviation over the window's steps."""
-        if not len(self):
-            return np.zeros(0), np.zeros(0)
-        residual = signal[:, self.dropped] - (self.intercept + self.slope * signal[:, self.representative])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(residual, axis=0), np.nanstd(residual, axis=0)
-
-    def to_json(self) -> dict:
-        return {"dropped": self.dropped.tolist(), "representative": self.representative.tolist(),
-                "intercept": self.intercept.tolist(), "slope": self.slope.tolist(),
-                "spread": self.spread.tolist(), "level": self.level.tolist()}
-
-    @classmethod
-    def from_json(cls, data: dict | None) -> Residuals:
-        if not data:
-            return cls.none()
-        absent = np.zeros(len(data["dropped"]))
-        return cls(np.array(data["dropped"], dtype=np.int64), np.array(data["representative"], dtype=np.int64),
-                   np.array(data["intercept"], dtype=np.float64), np.array(data["slope"], dtype=np.float64),
-                   np.array(data.get("spread", absent), dtype=np.float64),
-                   np.array(data.get("level", absent), dtype=np.float64))
-
-
-def _medians(means: np.ndarray) -> np.ndarray:
-    """Each column's median, 0 where it was never read."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nan_to_num(np.nanmedian(means, axis=0))
-
-
 _EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("gpu.power.",))
 
 
@@ -662,18 +392,3 @@ def _largest(z: np.ndarray, columns: np.ndarray) -> float:
 
 def _indices(names: tuple[str, ...], wanted: tuple[str, ...], prefix: bool = False) -> list[int]:
     return [i for i, name in enumerate(names) if (name.startswith(wanted) if prefix else name in wanted)]
-
-
-def moves_every_step(signals: np.ndarray, share: float = 0.9) -> np.ndarray:
-    """Signals nonzero in at least `share` of the baseline's steps (read at every tick and always moving); a signal
-    read less often, or a sparse counter, is zero at most steps, and its median step says nothing."""
-    if signals.shape[0] == 0:
-        return np.zeros(signals.shape[1], dtype=bool)
-    return (np.isfinite(signals) & (signals != 0)).mean(axis=0) >= share
-
-
-def _column_means(signal: np.ndarray) -> np.ndarray:
-    """Each channel's mean over the window (NaN for a channel never read)."""
-    counts = np.isfinite(signal).sum(axis=0)
-    totals = np.where(np.isfinite(signal), signal, 0.0).sum(axis=0)
-    return np.divide(totals, counts, out=np.full(signal.shape[1], np.nan), where=counts > 0)

@@ -11,11 +11,13 @@ from typing import Callable
 
 from schemas.records import Catalog, Channel
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, WindowVerdict, refit_phase
+from stream_jobs.engine.host_pipeline import HostPipeline, refit_phase
+from stream_jobs.engine.settings import EngineSettings
+from stream_jobs.engine.verdicts import WindowVerdict
 from stream_jobs.engine.windows import WindowAssembler
-from stream_jobs.host_stage import host_window
 from stream_jobs.offline.host_tables import counters_as_rates
 from stream_jobs.offline.tables import HostTable, RecordedTable, TableError
+from stream_jobs.records import host_window
 
 DETECTORS = ("zscore", "mahalanobis", "isolation_forest")
 # A run judged against itself leaves its most unusual fifth out of the baseline, so a fault that lasts less than

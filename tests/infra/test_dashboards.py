@@ -77,8 +77,9 @@ def served_metric_names(chdb_dsn) -> set[str]:
     from producers.agent import Agent, AgentSettings
     from producers.metrics import AgentMetrics
     from producers.publisher import KafkaFramePublisher
-    from stream_jobs.faust_app import WorkerSettings, WorkerShell
-    from stream_jobs.worker_metrics import WorkerMetrics
+    from sinks.landing import open_landing
+    from stream_jobs.worker.metrics import WorkerMetrics
+    from stream_jobs.worker.shell import WorkerSettings, WorkerShell
     from tests.conftest import FIXTURES
 
     publisher = KafkaFramePublisher("127.0.0.1:1")
@@ -87,7 +88,7 @@ def served_metric_names(chdb_dsn) -> set[str]:
     agent.sample_once()
     from faust.types import TP
 
-    shell = WorkerShell(WorkerSettings("127.0.0.1:1", chdb_dsn, "dashboard_metrics"))
+    shell = WorkerShell(WorkerSettings("127.0.0.1:1"), lambda: open_landing(chdb_dsn, "dashboard_metrics"))
     shell.cursors.start(TP("reveal.samples", 0), 10)
     shell.highwater = lambda tp: 12
     registry = CollectorRegistry()

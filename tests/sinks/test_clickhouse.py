@@ -5,10 +5,10 @@ import pytest
 from producers.synthetic import synthetic_catalog, synthetic_frames
 from schemas.records import Alert, Anomaly
 from sinks.clickhouse import ClickHouseWriter, StorageError, connect, describe_dsn
+from sinks.landing import queue_output
 from sinks.rows import alert_row, anomaly_row, catalog_row, frame_row
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
-from stream_jobs.results import queue_output
 
 T0 = 1_700_000_000_000_000_000
 

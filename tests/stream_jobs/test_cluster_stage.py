@@ -8,7 +8,7 @@ import numpy as np
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 
 T0 = 1_700_000_000_000_000_000

@@ -6,8 +6,9 @@ import uuid
 
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from sinks.clickhouse import ClickHouseWriter
+from sinks.landing import ClickHouseLanding
 from stream_jobs.embedded import EmbeddedRunner
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.live_state import LiveState
 
@@ -19,7 +20,7 @@ def test_the_summary_counts_what_the_tables_hold_and_the_console_uses_their_word
     database = f"test_embedded_{uuid.uuid4().hex[:10]}"
     writer = ClickHouseWriter(chdb_dsn, database)
     console, live = io.StringIO(), LiveState(warmup_windows=20)
-    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20)), writer, console, live=live)
+    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20)), ClickHouseLanding(writer), console, live=live)
     catalogs = {host: synthetic_catalog(host) for host in STEPS}
     frames = {host: synthetic_frames(catalogs[host], T0, 1200, seed=index, steps=steps)
               for index, (host, steps) in enumerate(STEPS.items())}
@@ -47,7 +48,7 @@ def test_the_summary_counts_what_the_tables_hold_and_the_console_uses_their_word
 
 def test_a_learning_line_says_why_and_counts_its_own_spell():
     from stream_jobs.embedded import describe_verdict
-    from stream_jobs.engine.host_pipeline import WindowVerdict
+    from stream_jobs.engine.verdicts import WindowVerdict
 
     learning = WindowVerdict(7, T0, T0 + 3 * 10**9, 30, False, float("nan"), float("nan"), False, (), "", "", ())
     first = describe_verdict(learning, 30, 3)

@@ -1,5 +1,5 @@
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 
 T0 = 1_700_000_000_000_000_000

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from producers.synthetic import synthetic_catalog
 from schemas.records import Frame
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.engine.host_pipeline import EngineSettings
+from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 
 T0_NS = 1_790_000_000_000_000_000

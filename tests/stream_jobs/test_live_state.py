@@ -4,7 +4,7 @@ import math
 import numpy as np
 
 from schemas.records import Alert, Anomaly, Catalog, Channel, Evidence, Frame
-from stream_jobs.engine.host_pipeline import WindowVerdict
+from stream_jobs.engine.verdicts import WindowVerdict
 from stream_jobs.live_state import LiveState
 
 HOSTILE = '<img src=x onerror="alert(1)">'

@@ -4,7 +4,7 @@ import sys
 
 from schemas.records import Catalog, Channel
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
-from stream_jobs.results import queue_catalog
+from sinks.landing import queue_catalog
 
 
 

@@ -74,7 +74,7 @@ def test_the_tables_are_described_once_for_the_help_the_readme_and_the_database(
 def test_one_channel_is_read_by_name_through_the_view(data_dir):
     from schemas.records import Catalog, Channel, Frame
     from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
-    from stream_jobs.results import queue_catalog, queue_frame
+    from sinks.landing import queue_catalog, queue_frame
 
     import numpy as np
 

@@ -16,6 +16,7 @@ import pytest
 
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
+from sinks.landing import ClickHouseLanding
 from reveal.cli.report import iso_time
 from stream_jobs.embedded import EmbeddedRunner
 from stream_jobs.engine.host_pipeline import EngineSettings
@@ -37,7 +38,7 @@ STEPS = {"alpha": (StepChange("cpu.busy.cpu1", 60.0, 25.0),), "beta": (),
 def write_run(dsn: str, database: str = "reveal") -> None:
     """Three synthetic hosts through the embedded engine into ClickHouse, plus a lab run's truth and scores."""
     writer = ClickHouseWriter(dsn, database)
-    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20)), writer)
+    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20)), ClickHouseLanding(writer))
     catalogs = {host: synthetic_catalog(host) for host in STEPS}
     frames = {host: synthetic_frames(catalogs[host], T0, FRAMES_PER_HOST, seed=index, steps=steps)
               for index, (host, steps) in enumerate(STEPS.items())}

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stream_jobs.offline.tables import TableError, load_table, subsystem_for
+from stream_jobs.offline.tables import TableError, load_table
 
 T0_S = 1_700_000_000
 T0_NS = T0_S * 1_000_000_000
@@ -103,17 +103,6 @@ def test_parquet_with_numeric_epoch_and_pq_suffix(tmp_path):
 def test_names_that_look_like_counters_are_still_gauges(tmp_path):
     path = write_text(tmp_path, "input.csv", f"timestamp,net.rx_bytes.eth0,vm.pgmajfault\n{T0_S},1,2\n")
     assert only_host(load_table(path)).channels.kinds == ("gauge", "gauge")
-
-
-@pytest.mark.parametrize("name,subsystem", [
-    ("cpu.busy.cpu3", "cpu"), ("pmu.instructions", "cpu"), ("irq.total", "cpu"), ("softirq.NET_RX", "cpu"),
-    ("gpu.util.gpu0", "gpu"), ("mem.Dirty", "memory"), ("vm.pgfault", "memory"), ("numa.hit.node0", "memory"),
-    ("net.rx_bytes.eth0", "network"), ("snmp.RetransSegs", "network"), ("sock.tcp_inuse", "network"),
-    ("ib.port_rcv_data.mlx5_0", "network"), ("disk.reads.sda", "storage"), ("gpu_util", "other"),
-    ("cpubusy", "other"),
-])
-def test_subsystems_follow_reveal_name_prefixes(name, subsystem):
-    assert subsystem_for(name) == subsystem
 
 
 def test_repairs_are_made_and_counted(tmp_path):

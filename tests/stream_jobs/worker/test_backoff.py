@@ -2,7 +2,7 @@
 
 import pytest
 
-from sinks.retry import Backoff
+from stream_jobs.worker.backoff import Backoff
 
 
 def test_delays_double_up_to_the_ceiling_and_a_success_starts_over():

@@ -7,11 +7,13 @@ import subprocess
 from pathlib import Path
 from urllib.parse import urlparse
 
-from stream_jobs.faust_app import WorkerSettings, WorkerShell
+from sinks.landing import open_landing
+from stream_jobs.worker.shell import WorkerSettings, WorkerShell
 
 
-def shell_for(chdb_dsn: str, database: str, **settings) -> WorkerShell:
-    return WorkerShell(WorkerSettings("127.0.0.1:1", chdb_dsn, database, **settings))
+def shell_for(chdb_dsn: str, database: str, max_pending_rows: int = 50_000, **settings) -> WorkerShell:
+    return WorkerShell(WorkerSettings("127.0.0.1:1", **settings),
+                       lambda: open_landing(chdb_dsn, database, max_pending_rows))
 
 
 def frames_folder(chdb_dsn: str, database: str) -> str:
@@ -23,8 +25,8 @@ def test_records_are_released_only_after_a_successful_flush_and_failures_back_of
     acknowledged = []
     shell.acknowledge = lambda partition, offset: acknowledged.append((partition, offset))
     shell.releases.consumed("catalog-0", 7)
-    shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]]])
-    caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
+    shell.store.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]]])
+    caplog.set_level(logging.INFO, logger="stream_jobs.worker.shell")
     folder = frames_folder(chdb_dsn, database)
     subprocess.run(["chattr", "+i", folder], check=True)  # even root cannot add a part to an immutable folder
     try:
@@ -36,25 +38,25 @@ def test_records_are_released_only_after_a_successful_flush_and_failures_back_of
     finally:
         subprocess.run(["chattr", "-i", folder], check=True)
     assert shell.backoff.failures == 2 and shell.counters.storage_errors == 2
-    assert caplog.text.count("ClickHouse unavailable") == 1 and shell.writer.pending_rows() == 1
+    assert caplog.text.count("ClickHouse unavailable") == 1 and shell.store.pending_rows() == 1
 
     shell.backoff.next_attempt_at = 0.0
     asyncio.run(shell.flush())
-    assert acknowledged == [("catalog-0", 7)] and not shell.backoff.failing and shell.writer.pending_rows() == 0
+    assert acknowledged == [("catalog-0", 7)] and not shell.backoff.failing and shell.store.pending_rows() == 0
     assert caplog.text.count("ClickHouse writable again after") == 1
 
 
 def test_a_full_queue_is_written_at_once_while_clickhouse_is_healthy(chdb_dsn, database):
     shell = shell_for(chdb_dsn, database, max_pending_rows=2)
-    shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
+    shell.store.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
     asyncio.run(shell.wait_for_room())
-    assert shell.writer.pending_rows() == 0 and not shell.paused
+    assert shell.store.pending_rows() == 0 and not shell.paused
 
 
 def test_a_full_queue_pauses_input_while_clickhouse_refuses_rows(chdb_dsn, database, caplog):
     shell = shell_for(chdb_dsn, database, max_pending_rows=2)
-    shell.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
-    caplog.set_level(logging.INFO, logger="stream_jobs.faust_app")
+    shell.store.writer.add("frames", [["h", "c", 0, 1, 1, [1.0]], ["h", "c", 0, 2, 1, [1.0]]])
+    caplog.set_level(logging.INFO, logger="stream_jobs.worker.shell")
     folder = frames_folder(chdb_dsn, database)
 
     async def input_waits_for_storage():
@@ -85,5 +87,5 @@ def test_an_operators_stop_leaves_open_incidents_open_and_the_end_of_a_run_close
                                          [("cpu.busy", "mean", 6.0)])
         assert shell.stage.incidents.open_count() == 1
         shell.close(close_incidents=run_ends)
-        alerts_written[run_ends] = shell.writer.stats.rows["alerts"]
+        alerts_written[run_ends] = shell.store.rows_written["alerts"]
     assert alerts_written == {False: 0, True: 1}

@@ -1,7 +1,7 @@
 """Records are released in partition order, only once their host no longer needs them, never past the bound; each
 partition is processed in offset order from its start, and a record past the expected offset asks for a re-read."""
 
-from stream_jobs.releases import ReadCursors, ReleaseTracker, Verdict
+from stream_jobs.worker.offset_releases import ReadCursors, ReleaseTracker, Verdict
 
 S = 10**9
 

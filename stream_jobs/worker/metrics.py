@@ -30,7 +30,7 @@ class WorkerMetrics(Collector):
         yield counter_family("reveal_worker_records", "Kafka records consumed.", counters.records, labels)
         yield counter_family("reveal_worker_frames", "Frames handed to the host stage.", stage.counters.frames, labels)
         yield counter_family("reveal_worker_windows", "Host windows scored and stored.",
-                             shell.writer.stats.rows["windows"], labels)
+                             shell.store.rows_written["windows"], labels)
         yield counter_family("reveal_worker_anomalies", "Anomalies published.", counters.anomalies, labels)
         yield counter_family("reveal_worker_dead_letters", "Records sent to the dead-letter topic.",
                              counters.dead_letters, labels)
@@ -46,7 +46,7 @@ class WorkerMetrics(Collector):
     def _storage(self):
         shell, labels = self.shell, self.labels
         yield gauge_family("reveal_worker_storage_pending_rows", "Rows queued for ClickHouse.",
-                           shell.writer.pending_rows(), labels)
+                           shell.store.pending_rows(), labels)
         yield counter_family("reveal_worker_storage_errors", "Failed attempts to write to ClickHouse (each retried).",
                              shell.counters.storage_errors, labels)
         yield gauge_family("reveal_worker_storage_failing", "1 while ClickHouse refuses writes and rows wait.",
@@ -55,7 +55,7 @@ class WorkerMetrics(Collector):
                            float(shell.paused), labels)
         rows = CounterMetricFamily("reveal_worker_rows_written", "Rows written to ClickHouse, per table.",
                                    labels=[*labels, "table"])
-        for table, count in shell.writer.stats.rows.items():
+        for table, count in shell.store.rows_written.items():
             rows.add_metric([*labels.values(), table], count)
         yield rows
 

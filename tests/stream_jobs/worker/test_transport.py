@@ -3,7 +3,7 @@ import threading
 
 from faust.types import TP
 
-from stream_jobs.faust_transport import FETCH_WAIT_MS, PromptApp, PromptConsumerThread
+from stream_jobs.worker.transport import FETCH_WAIT_MS, PromptApp, PromptConsumerThread
 
 
 def test_worker_consumer_fetches_with_the_short_wait(kafka_bootstrap):

@@ -1,0 +1,77 @@
+"""Signals that channel selection pruned, watched as their residuals from the kept signals that represent them."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Residuals:
+    """Each signal that selection pruned, as its residual from the kept signal that represents it (a least-squares
+    line fitted on the baseline): the residual's mean and spread within a window are watched like channels, so a
+    pruned signal that shifts on its own stays visible and a correlation that breaks shows as a residual that
+    widens. `level` is each pruned signal's baseline mean, which floors its residual (see
+    WatchedColumns._watch_floors)."""
+
+    dropped: np.ndarray
+    representative: np.ndarray
+    intercept: np.ndarray
+    slope: np.ndarray
+    spread: np.ndarray
+    level: np.ndarray
+
+    @classmethod
+    def none(cls) -> Residuals:
+        empty = np.zeros(0)
+        return cls(empty.astype(np.int64), empty.astype(np.int64), empty, empty, empty, empty)
+
+    @classmethod
+    def fit(cls, signal: np.ndarray, names: tuple[str, ...], represented_by: dict[str, str]) -> Residuals:
+        """Lines of each pruned signal on its representative over the baseline's samples (rows with either
+        missing take no part; a representative that never varied gives a flat line at the pruned one's mean)."""
+        position = {name: i for i, name in enumerate(names)}
+        pairs = [(position[d], position[r]) for d, r in sorted(represented_by.items())
+                 if d in position and r in position]
+        if not pairs or len(signal) < 3:
+            return cls.none()
+        dropped, representative = (np.array(column, dtype=np.int64) for column in zip(*pairs))
+        y, x = signal[:, dropped], signal[:, representative]
+        valid = np.isfinite(x) & np.isfinite(y)
+        count = np.fmax(valid.sum(axis=0), 1)
+        x_mean = np.where(valid, x, 0).sum(axis=0) / count
+        y_mean = np.where(valid, y, 0).sum(axis=0) / count
+        covariance = np.where(valid, (x - x_mean) * (y - y_mean), 0).sum(axis=0)
+        variance = np.where(valid, (x - x_mean) ** 2, 0).sum(axis=0)
+        slope = np.divide(covariance, variance, out=np.zeros_like(covariance), where=variance > 0)
+        spread = np.sqrt(np.where(valid, (y - y_mean) ** 2, 0).sum(axis=0) / count)
+        return cls(dropped, representative, y_mean - slope * x_mean, slope, spread, y_mean)
+
+    def __len__(self) -> int:
+        return len(self.dropped)
+
+    def summary(self, signal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each residual's mean and standard deviation over the window's steps."""
+        if not len(self):
+            return np.zeros(0), np.zeros(0)
+        residual = signal[:, self.dropped] - (self.intercept + self.slope * signal[:, self.representative])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmean(residual, axis=0), np.nanstd(residual, axis=0)
+
+    def to_json(self) -> dict:
+        return {"dropped": self.dropped.tolist(), "representative": self.representative.tolist(),
+                "intercept": self.intercept.tolist(), "slope": self.slope.tolist(),
+                "spread": self.spread.tolist(), "level": self.level.tolist()}
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> Residuals:
+        if not data:
+            return cls.none()
+        absent = np.zeros(len(data["dropped"]))
+        return cls(np.array(data["dropped"], dtype=np.int64), np.array(data["representative"], dtype=np.int64),
+                   np.array(data["intercept"], dtype=np.float64), np.array(data["slope"], dtype=np.float64),
+                   np.array(data.get("spread", absent), dtype=np.float64),
+                   np.array(data.get("level", absent), dtype=np.float64))

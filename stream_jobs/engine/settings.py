@@ -1,0 +1,41 @@
+"""How the engine cuts windows, learns baselines and judges windows: one frozen settings object, the same for
+live, replayed and offline runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stream_jobs.engine.channel_watch import WatchSettings
+
+MODES = ("calibrated", "paper")
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How windows are cut, baselines learned and windows judged; the same for live, replayed and offline runs."""
+
+    window_s: float = 3.0
+    stride_s: float = 1.0
+    interval_s: float = 0.1
+    warmup_windows: int = 60
+    evidence_limit: int = 5
+    mode: str = "calibrated"
+    risk: float = 1e-4
+    min_agreement: int = 1
+    seed: int = 0
+    selection_threshold: float | None = 0.5
+    refit_every: int = 300
+    baseline_capacity: int = 32
+    baseline_stride: int = 5
+    explain_all: bool = False
+    baseline_trim: float = 0.0
+    watch: WatchSettings = WatchSettings()
+    ensemble_alerts: bool = False
+
+    def __post_init__(self):
+        if self.warmup_windows < 10:
+            raise ValueError(f"warmup_windows is {self.warmup_windows}; at least 10 baseline windows are needed")
+        if self.mode not in MODES:
+            raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
+        if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:
+            raise ValueError(f"selection_threshold is {self.selection_threshold}; expected between 0 and 1, or None")

@@ -1,0 +1,166 @@
+"""The columns a host's channel watch judges, and their floors: every signal's mean and spread within a window, then
+every pruned signal's residual mean and spread (stream_jobs/engine/residuals.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict, event_floor
+
+# The agent's own metrics (its memory, its tick lag) tell of the agent, not of the host's workload.
+SELF_METRIC_PREFIX = "agent."
+
+
+class WatchedColumns:
+    """HostPipeline's watched columns: which signal and feature each column is, how one window's columns are
+    computed, and each column's floor. Reads the pipeline's channels, derived specs, settings, residuals and the
+    levels learned with its baseline."""
+
+    def _event_floors(self) -> np.ndarray:
+        """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
+        watch's byte floor, counters of time busy in the baseline: its core floor (one that never moved, such as CFS
+        throttling, stays an event count), gauges that count things: its count floor); the agent's own metrics get an
+        infinite one, so they are never judged."""
+        floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
+        bytes_per_unit = np.concatenate([self.channels.bytes_per_unit, np.zeros(len(self.specs))])
+        with np.errstate(divide="ignore"):
+            byte_floor = self.settings.watch.byte_floor / bytes_per_unit
+        floors = np.where(bytes_per_unit > 0, np.fmax(floors, byte_floor), floors)
+        seconds_per_unit = np.concatenate([self.channels.seconds_per_unit, np.zeros(len(self.specs))])
+        busy_time = (seconds_per_unit > 0) & (self.signal_levels > 0)
+        with np.errstate(divide="ignore"):
+            core_floor = self.settings.watch.core_floor / seconds_per_unit
+        floors = np.where(busy_time, np.fmax(floors, core_floor), floors)
+        counts = self.counted & (bytes_per_unit == 0)
+        floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
+        floors = np.fmax(floors, self.ratio_floors)
+        own = np.array([name.startswith(SELF_METRIC_PREFIX) for name in self.signal_names], dtype=bool)
+        return np.where(own, np.inf, floors)
+
+    def _watch_floors(self) -> np.ndarray:
+        """Floors of the watched columns (see _watched): each takes its signal's, but the spread within a window of a
+        counter (or of a ratio of counters) is floored where its minimum events, all arriving in one sample, would
+        put it (one instant's handful is not an event); a residual's is at least a share of its pruned signal's
+        spread over the baseline, so a fit that was tight does not turn a small change in the ratio of two channels
+        into an event. A ratio of two counters is not judged by its spread: per sample it is the quotient of two
+        handfuls of counts and leaps whenever a retransmission falls in a sample of few segments, while its mean
+        carries any lasting change. Spreads and residuals are also floored at `spread_relative_floor` of their
+        signal's baseline
+        level, so a near-constant gauge without a unit (a memory total in a table) that stops wobbling or drifts by a
+        few kilobytes from its fit is not an event."""
+        floors = self._event_floors()
+        spreads = np.where(self._cumulative | self._step_ratios, floors * self._one_sample_burst(), floors)
+        spreads = np.where(self._step_ratios, np.inf, spreads)
+        spreads = np.fmax(spreads, self.settings.watch.spread_relative_floor * np.abs(self.signal_levels))
+        residual = np.fmax(floors[self.residuals.dropped], self.settings.watch.residual_floor * self.residuals.spread)
+        residual = np.fmax(residual, self.settings.watch.spread_relative_floor * np.abs(self.residuals.level))
+        residual_spreads = np.fmax(spreads[self.residuals.dropped], residual)
+        return np.concatenate([floors, spreads, residual, residual_spreads])
+
+    def _one_sample_burst(self) -> float:
+        """How much larger a counter's spread within a window is than its mean when all of the window's events
+        arrive in one sample and none in the others."""
+        samples = max(2.0, self.settings.window_s / self.settings.interval_s)
+        return self.settings.window_s / self.settings.interval_s * np.sqrt(samples - 1) / samples
+
+    def _secondary_columns(self) -> np.ndarray:
+        """True for every watched column but the signals' means."""
+        columns = len(self._watch_floors())
+        return np.arange(columns) >= len(self.signal_names)
+
+    def _spread_columns(self) -> np.ndarray:
+        """True for the watched columns that are spreads within a window (a signal's, or a residual's)."""
+        signals, residuals = len(self.signal_names), len(self.residuals)
+        index = np.arange(2 * signals + 2 * residuals)
+        return ((index >= signals) & (index < 2 * signals)) | (index >= 2 * signals + residuals)
+
+    def signal_departures(self, watched: WatchVerdict) -> np.ndarray:
+        """Each signal's departure: the largest of its watched columns'."""
+        departures = np.zeros(len(self.signal_names))
+        owners = np.array([self.watched_signal(i) for i in range(len(watched.departure))], dtype=np.int64)
+        larger = np.abs(watched.departure)
+        order = np.argsort(larger, kind="stable")
+        departures[owners[order]] = watched.departure[order]
+        return departures
+
+    def watched_reference(self, index: int) -> str:
+        """The representative a residual column is fitted on ('' for a signal's own columns)."""
+        signals = len(self.signal_names)
+        if index < 2 * signals:
+            return ""
+        return self.signal_names[self.residuals.representative[(index - 2 * signals) % len(self.residuals)]]
+
+    def _watched(self, signal: np.ndarray, means: np.ndarray) -> np.ndarray:
+        """The watched columns of one window: every signal's mean and spread, then every residual's mean and
+        spread."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            spreads = np.nanstd(signal, axis=0)
+        return np.concatenate([means, spreads, *self.residuals.summary(signal)])
+
+    def _inner(self, signal: np.ndarray) -> np.ndarray | None:
+        """The watched columns' confirmations (see ChannelWatch.judge): each column as the median over the window's
+        seconds, so one second's burst does not move it; None for a window under three seconds."""
+        seconds = round(signal.shape[0] * self.settings.interval_s)
+        if seconds < 3:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.nanmedian(np.stack([self._second(part) for part in np.array_split(signal, seconds)]), axis=0)
+
+    def _second(self, part: np.ndarray) -> np.ndarray:
+        """One second's watched columns. Signals that move at every step take its median step and quartile spread,
+        so that a burst straddling two seconds moves neither; others (read less often, or sparse) its mean and
+        standard deviation."""
+        watched = self._watched(part, column_means(part))
+        steady = np.flatnonzero(self.steady)
+        if len(steady) and len(part) >= 4:
+            signals, rows = len(self.signal_names), len(part)
+            ordered = np.sort(part[:, steady], axis=0)  # a NaN sorts last and makes that signal's quartiles NaN
+            complete = np.isfinite(ordered[-1])
+            median = 0.5 * (ordered[(rows - 1) // 2] + ordered[rows // 2])
+            spread = (ordered[(3 * rows) // 4] - ordered[rows // 4]) / IQR_TO_SIGMA
+            watched[steady] = np.where(complete, median, np.nan)
+            watched[signals + steady] = np.where(complete, spread, np.nan)
+        return watched
+
+    def watched_signal(self, index: int) -> int:
+        """The signal a watched column belongs to (a residual's pruned signal)."""
+        signals = len(self.signal_names)
+        if index < 2 * signals:
+            return index % signals
+        return int(self.residuals.dropped[(index - 2 * signals) % len(self.residuals)])
+
+    def watched_name(self, index: int) -> str:
+        return self.signal_names[self.watched_signal(index)]
+
+    def watched_feature(self, index: int) -> str:
+        """'mean' or 'std' of the signal, or 'residual' / 'residual-std' of a pruned signal around its fit."""
+        signals = len(self.signal_names)
+        if index < 2 * signals:
+            return "mean" if index < signals else "std"
+        return "residual" if index < 2 * signals + len(self.residuals) else "residual-std"
+
+
+def column_means(signal: np.ndarray) -> np.ndarray:
+    """Each channel's mean over the window (NaN for a channel never read)."""
+    counts = np.isfinite(signal).sum(axis=0)
+    totals = np.where(np.isfinite(signal), signal, 0.0).sum(axis=0)
+    return np.divide(totals, counts, out=np.full(signal.shape[1], np.nan), where=counts > 0)
+
+
+def column_medians(means: np.ndarray) -> np.ndarray:
+    """Each column's median, 0 where it was never read."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nan_to_num(np.nanmedian(means, axis=0))
+
+
+def moves_every_step(signals: np.ndarray, share: float = 0.9) -> np.ndarray:
+    """Signals nonzero in at least `share` of the baseline's steps (read at every tick and always moving); a signal
+    read less often, or a sparse counter, is zero at most steps, and its median step says nothing."""
+    if signals.shape[0] == 0:
+        return np.zeros(signals.shape[1], dtype=bool)
+    return (np.isfinite(signals) & (signals != 0)).mean(axis=0) >= share

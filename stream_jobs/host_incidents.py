@@ -1,0 +1,102 @@
+"""A host's own findings as the cluster stage tells them: which of its departing channels its peers left their bands
+on too, how the rest group into causes (subsystems), when a cause opens an incident, and under which name."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from schemas.records import HostWindow, PersistedChannel
+from stream_jobs.engine.incidents import CPU
+
+# A channel that leaves its band on this many other hosts of the cluster within SHARED_WITHIN_WINDOWS of each other
+# moved with the job (a synchronised checkpoint, a new epoch, a change on shared infrastructure or a shared kernel),
+# not because of something on this host.
+SHARED_BY_HOSTS = 1
+SHARED_WITHIN_WINDOWS = 5
+# A host's own finding with a level this many band widths outside its band opens an incident in its first window (see
+# windows_to_open)
+STRONG_DEPARTURE = 10.0
+# A host's new cause this few windows after another began is the same fault reaching another subsystem
+JOIN_WITHIN_WINDOWS = 3
+NOTHING_DEPARTS: frozenset[str] = frozenset()
+
+
+def cause_key(host: str, cause: str) -> str:
+    return f"{host}/anomaly:{cause}"
+
+
+def recent_lead(began: dict[str, int], window_id: int) -> str | None:
+    """The cause whose incident began last, if it began within JOIN_WITHIN_WINDOWS windows of this one."""
+    recent = [(window, cause) for cause, window in began.items() if window_id - window <= JOIN_WITHIN_WINDOWS]
+    return max(recent)[1] if recent else None
+
+
+def departure_onset(kept: dict[int, dict[str, frozenset[str]]], host: str, channel: str, window_id: int) -> int | None:
+    """The first window of the host's current run of departures on the channel, bridging returns to its band of up
+    to SHARED_WITHIN_WINDOWS windows; None when it has not departed in that many windows up to `window_id`."""
+    onset, quiet, window = None, 0, window_id
+    while window in kept and quiet <= SHARED_WITHIN_WINDOWS:
+        if channel in kept[window].get(host, NOTHING_DEPARTS):
+            onset, quiet = window, 0
+        else:
+            quiet += 1
+        window -= 1
+    return onset
+
+
+def began_together(peer_onset: int | None, onset: int) -> bool:
+    return peer_onset is not None and abs(peer_onset - onset) <= SHARED_WITHIN_WINDOWS
+
+
+def windows_to_open(severity: float, feature: str = "mean") -> int:
+    """A host's own finding opens its incident at once when a channel's level (its mean, or its residual from a
+    correlated channel) lies STRONG_DEPARTURE band widths or more outside its band; a weaker one, or one led by a
+    spread within the window, must be flagged a second window running: a burst of a second or two keeps its channels
+    out for exactly the persistence the watch asks, and lifts a spread far more than a level, a fault for longer."""
+    return 1 if severity >= STRONG_DEPARTURE and feature in ("mean", "residual") else 2
+
+
+def departing_channels(summary: HostWindow) -> frozenset[str]:
+    """The channels the host reported outside their bands in the window (in either direction: a level and its
+    spread may move apart)."""
+    if summary.departures is None:
+        return NOTHING_DEPARTS
+    outside = np.flatnonzero(np.abs(summary.departures) >= 1.0)
+    return frozenset(summary.names[i] for i in outside) if len(outside) else NOTHING_DEPARTS
+
+
+def own_departures(summary: HostWindow, peers_departing: list[frozenset[str]]) -> list[PersistedChannel]:
+    """The host's persisted channels that fewer than SHARED_BY_HOSTS of its peers (all of them, in a smaller
+    cluster) left their bands on at about the time the host did (see ClusterStage._peers_departing)."""
+    if not summary.persisted or summary.departures is None:
+        return []
+    needed = min(SHARED_BY_HOSTS, len(peers_departing))
+    if needed == 0:
+        return list(summary.persisted)
+    return [persisted for persisted in summary.persisted
+            if sum(summary.names[persisted.index] in names for names in peers_departing) < needed]
+
+
+def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
+                           causes: set[str]) -> list[tuple[str, list[PersistedChannel]]]:
+    """Every cause (subsystem) the host has had, each with its own departing channels furthest first; the cause
+    with the furthest channel first, so causes that open in the same window are told strongest first."""
+    by_cause: dict[str, list[PersistedChannel]] = {cause: [] for cause in causes}
+    for persisted in sorted(own, key=lambda p: (-departure_of(summary, p), p.index)):
+        by_cause.setdefault(persisted.subsystem, []).append(persisted)
+    strongest = lambda item: max((departure_of(summary, p) for p in item[1]), default=0.0)  # noqa: E731
+    return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
+
+
+def named_subsystem(persisted: list[PersistedChannel]) -> str:
+    """The subsystem a window's channels (strongest first) are told under: the strongest channel's, or, when CPU
+    channels move with another subsystem's, the strongest of the others' (see IncidentTracker's naming)."""
+    return next((p.subsystem for p in persisted if p.subsystem != CPU), persisted[0].subsystem)
+
+
+def departure_of(summary: HostWindow, persisted: PersistedChannel) -> float:
+    """How far, in band widths, the feature that persisted lies outside its band (another feature of the channel
+    may lie further out for a window without having persisted)."""
+    if persisted.departure:
+        return abs(float(persisted.departure))
+    return abs(float(summary.departures[persisted.index]))

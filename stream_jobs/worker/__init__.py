@@ -1,0 +1,1 @@
+"""The distributed worker: a Faust app that feeds Kafka records to the host and cluster stages and stores results."""
