@@ -16,7 +16,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from producers.collectors.base import Collector, PersistentFile, Reading
+from producers.collectors.base import Collector, Reading
+from producers.fast_read.persistent_file import PersistentFile
 
 ParsedFile = Mapping[bytes, bytes | int]
 
