@@ -8,11 +8,11 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+from schemas.channels import SUBSYSTEMS
 from schemas.codec import AvroCodec, DecodeError, avro_long, load_schema
 
 VALUE_DTYPE = np.dtype("<f8")
 DEPARTURE_DTYPE = np.dtype("<f4")
-SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
 CHANNEL_KINDS = ("gauge", "counter", "event", "static")
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from schemas.channels import TCP_RETRANSMITS, TCP_SPURIOUS_RETRANSMITS, subsystem_for
 from schemas.records import Alert, Anomaly, Evidence, HostWindow, PersistedChannel
 from stream_jobs.engine.crosshost import ConfigurationDifference, HostSummary, PeerComparator, PeerDeviation
 from stream_jobs.engine.incidents import CPU, IncidentTracker
@@ -26,11 +27,8 @@ from stream_jobs.engine.peer_effects import PeerEffects
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransVerdict, RetransWindow, classify
 from stream_jobs.engine.signatures import match_signature
 from stream_jobs.host_stage import alert_record
-from stream_jobs.offline.host_tables import subsystem_for
 
 STALE_WINDOWS = 30
-# Linux counts the retransmissions a receiver confirmed as needless (it had the segment) under this counter.
-SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
 # A channel that leaves its band on this many other hosts of the cluster within SHARED_WITHIN_WINDOWS of each other
 # moved with the job (a synchronised checkpoint, a new epoch, a change on shared infrastructure or a shared kernel),
 # not because of something on this host.
@@ -277,7 +275,7 @@ class ClusterStage:
             events = self.incidents.update(
                 f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns, summary.window_end_ns,
                 faulty, max(verdict.rate_z, 1.0) if faulty else 0.0, "network",
-                [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
+                [(TCP_RETRANSMITS, "sum", verdict.rate_z)] if faulty else [])
             output.alerts += [_tracked_alert(e, cluster) for e in events]
         return output
 
@@ -367,8 +365,8 @@ def retrans_window(summary: HostWindow) -> RetransWindow:
     """The window's retransmitted and sent segments, and the spurious ones when the host counts DSACKs."""
     seconds = max(summary.window_end_ns - summary.window_start_ns, 0) / 1e9
     spurious = 0.0
-    if SPURIOUS_RETRANSMITS in summary.names:
-        rate = float(summary.means[summary.names.index(SPURIOUS_RETRANSMITS)])
+    if TCP_SPURIOUS_RETRANSMITS in summary.names:
+        rate = float(summary.means[summary.names.index(TCP_SPURIOUS_RETRANSMITS)])
         spurious = rate * seconds if np.isfinite(rate) else 0.0
     return RetransWindow(summary.host, summary.window_id, summary.retransmits, summary.segments_out, spurious)
 
@@ -410,7 +408,7 @@ def configuration_alert(anomaly: Anomaly) -> Alert:
 
 
 def retransmission_anomaly(summary: HostWindow, verdict: RetransVerdict) -> Anomaly:
-    evidence = (Evidence("snmp.Tcp.RetransSegs", "sum", summary.retransmits, float("nan"), float("nan"),
+    evidence = (Evidence(TCP_RETRANSMITS, "sum", summary.retransmits, float("nan"), float("nan"),
                          verdict.rate_z),)
     return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
                    ("retransmissions",), verdict.rate_z, 1.0, "network",

@@ -10,20 +10,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from schemas.channels import AGENT_PREFIX, NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
 from stream_jobs.engine.channel_watch import (IQR_TO_SIGMA, ChannelBands, ChannelWatch, WatchSettings, WatchVerdict,
                                               counts_things, event_floor)
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import standard_detectors
-from stream_jobs.engine.ensemble import DetectorEnsemble
+from stream_jobs.engine.ensemble import MODES, DetectorEnsemble
 from stream_jobs.engine.features import FeatureLayout, feature_layout
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.windows import Window, WindowAssembler
 
-MODES = ("calibrated", "paper")
-# The agent's own metrics (its memory, its tick lag) tell of the agent, not of the host's workload.
-SELF_METRIC_PREFIX = "agent."
 # A rate is taken over a step of at least this share of the sampling interval (see derived.step_seconds)
 MIN_STEP_SHARE = 0.5
 
@@ -132,9 +130,9 @@ class HostPipeline:
         self.watch = ChannelWatch(self._event_floors(), settings.watch)
         self._window_starts: deque = deque(maxlen=settings.watch.adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
-        self._retrans = _indices(self.signal_names, ("snmp.Tcp.RetransSegs",))
-        self._segments = _indices(self.signal_names, ("snmp.Tcp.OutSegs",))
-        self._tx_bytes = _indices(self.signal_names, ("net.tx_bytes.",), prefix=True)
+        self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
+        self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
+        self._tx_bytes = _indices(self.signal_names, (NET_TX_BYTES_PREFIX,), prefix=True)
 
     def _event_floors(self) -> np.ndarray:
         """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
@@ -154,7 +152,8 @@ class HostPipeline:
         counts = self.counted & (bytes_per_unit == 0)
         floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
         floors = np.fmax(floors, self.ratio_floors)
-        own = np.array([name.startswith(SELF_METRIC_PREFIX) for name in self.signal_names], dtype=bool)
+        # The agent's own metrics (its memory, its tick lag) tell of the agent, not of the host's workload.
+        own = np.array([name.startswith(AGENT_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)
 
     def _watch_floors(self) -> np.ndarray:

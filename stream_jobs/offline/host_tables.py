@@ -7,22 +7,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from schemas.channels import subsystem_for
 from stream_jobs.engine.channels import ChannelTable
 
 DEFAULT_INTERVAL_S = 0.1
 REPAIR_KINDS = ("sorted_rows", "duplicate_rows", "empty_cells", "infinite_values")
 
-# Reveal's channel names start with their source; longer prefixes first so cgroup channels split by controller.
-SUBSYSTEM_PREFIXES = (
-    ("cgroup.cpu_", "cpu"), ("cgroup.memory_", "memory"), ("cgroup.io_", "storage"),
-    ("cpu.", "cpu"), ("pmu.", "cpu"), ("irq.", "cpu"), ("softirq.", "cpu"),
-    ("gpu.", "gpu"),
-    ("mem.", "memory"), ("vm.", "memory"), ("numa.", "memory"),
-    ("net.", "network"), ("snmp.", "network"), ("sock.", "network"), ("ib.", "network"),
-    ("disk.", "storage"),
-    ("agent.", "agent"),
-)
-UNKNOWN_SUBSYSTEM = "other"
 # A column written as a raw cumulative counter (bytes sent since boot) rises in at least this share of its steps...
 RAW_COUNTER_RISING_SHARE = 0.1
 # ...and falls (a reset) in at most this share.
@@ -57,16 +47,6 @@ class RecordedTable:
     path: str
     hosts: dict[str, HostTable]
     repairs: dict[str, int]
-
-
-def subsystem_for(name: str) -> str:
-    """The subsystem a Reveal channel name belongs to, or 'other' for names that do not follow Reveal's scheme.
-
-    >>> subsystem_for("gpu.util.gpu0"), subsystem_for("gpu_util")
-    ('gpu', 'other')
-    """
-    return next((subsystem for prefix, subsystem in SUBSYSTEM_PREFIXES if name.startswith(prefix)),
-                UNKNOWN_SUBSYSTEM)
 
 
 def gauge_channels(names: list[str]) -> TableChannels:
