@@ -12,8 +12,8 @@ from typing import Callable, Protocol
 from producers.collectors.base import Collector
 from producers.collectors.health import AgentHealthCollector
 from producers.registry import CollectorRegistry
-from producers.sources import default_collectors
 from producers.sampler import TickStats, run_schedule
+from producers.source_table import default_collectors
 from schemas.records import Catalog, Frame
 
 log = logging.getLogger(__name__)

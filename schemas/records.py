@@ -8,11 +8,11 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from schemas.codec import AvroCodec, DecodeError, load_schema
+from schemas.channels import SUBSYSTEMS
+from schemas.codec import AvroCodec, DecodeError, avro_long, load_schema
 
 VALUE_DTYPE = np.dtype("<f8")
 DEPARTURE_DTYPE = np.dtype("<f4")
-SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
 CHANNEL_KINDS = ("gauge", "counter", "event", "static")
 
 
@@ -230,20 +230,9 @@ if tuple(f["name"] for f in FRAME_CODEC.schema["fields"]) != FRAME_FIELDS:
     raise ImportError(f"frame.avsc no longer has the fields {FRAME_FIELDS} that encode_frame writes")
 
 
-def _avro_long(number: int) -> bytes:
-    """An Avro long: zig-zag, then base-128 varint, low groups first."""
-    zigzag = (number << 1) ^ (number >> 63)
-    out = bytearray()
-    while zigzag > 0x7F:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
-
-
 def _avro_string(text: str) -> bytes:
     encoded = text.encode()
-    return _avro_long(len(encoded)) + encoded
+    return avro_long(len(encoded)) + encoded
 
 
 _frame_prefixes: dict[tuple[str, str], bytes] = {}
@@ -260,8 +249,8 @@ def encode_frame(frame: Frame) -> bytes:
         prefix = _frame_prefixes.setdefault((frame.host, frame.cluster), b"\xc3\x01" + FRAME_CODEC.fingerprint +
                                             _avro_string(frame.host) + _avro_string(frame.cluster))
     packed = np.asarray(frame.values, dtype=VALUE_DTYPE).tobytes()
-    return b"".join((prefix, _avro_long(frame.timestamp_ns), _avro_long(frame.sequence),
-                     _avro_long(frame.catalog_version), _avro_long(len(packed)), packed))
+    return b"".join((prefix, avro_long(frame.timestamp_ns), avro_long(frame.sequence),
+                     avro_long(frame.catalog_version), avro_long(len(packed)), packed))
 
 
 def decode_frame(message: bytes) -> Frame:

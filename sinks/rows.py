@@ -6,6 +6,7 @@ import struct
 
 import numpy as np
 
+from schemas.codec import unsigned_varint
 from schemas.records import VALUE_DTYPE, Alert, Anomaly, Catalog, Frame
 
 _FRAME_NUMBERS = struct.Struct("<qQI")  # ts as DateTime64(9) ticks, sequence, catalog_version
@@ -25,24 +26,12 @@ def _frame_row_binary(host: str, cluster: str, timestamp_ns: int, sequence: int,
                       values) -> bytes:
     packed = np.ascontiguousarray(values, dtype=VALUE_DTYPE)
     return b"".join((_string(host), _string(cluster), _FRAME_NUMBERS.pack(timestamp_ns, sequence, catalog_version),
-                     _unsigned_varint(packed.size), packed.tobytes()))
+                     unsigned_varint(packed.size), packed.tobytes()))
 
 
 def _string(text: str) -> bytes:
     encoded = text.encode("utf-8")
-    return _unsigned_varint(len(encoded)) + encoded
-
-
-def _unsigned_varint(number: int) -> bytes:
-    """LEB128, as RowBinary prefixes strings and arrays with their lengths."""
-    out = bytearray()
-    while True:
-        byte, number = number & 0x7F, number >> 7
-        if number:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    return unsigned_varint(len(encoded)) + encoded
 
 
 def catalog_row(catalog: Catalog) -> list:

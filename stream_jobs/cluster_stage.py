@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from schemas.channels import TCP_RETRANSMITS, TCP_SPURIOUS_RETRANSMITS
 from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviation
 from stream_jobs.engine.incidents import IncidentTracker
@@ -31,8 +32,6 @@ from stream_jobs.records import (StageOutput, configuration_alert, configuration
                                  retransmission_anomaly, retransmission_row, tracked_alert)
 
 STALE_WINDOWS = 30
-# Linux counts the retransmissions a receiver confirmed as needless (it had the segment) under this counter.
-SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
 EVIDENCE_LIMIT = 5
 # An incident quiet for this many windows beyond its close is held for its symptom's return (5 minutes in all at 1 s
 # windows): a lasting change that flickers in and out of its band is one incident, not a page each time it returns
@@ -257,7 +256,7 @@ class ClusterStage:
             events = self.incidents.update(
                 f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns, summary.window_end_ns,
                 faulty, max(verdict.rate_z, 1.0) if faulty else 0.0, "network",
-                [("snmp.Tcp.RetransSegs", "sum", verdict.rate_z)] if faulty else [])
+                [(TCP_RETRANSMITS, "sum", verdict.rate_z)] if faulty else [])
             output.alerts += [tracked_alert(e, cluster) for e in events]
         return output
 
@@ -266,7 +265,7 @@ def retrans_window(summary: HostWindow) -> RetransWindow:
     """The window's retransmitted and sent segments, and the spurious ones when the host counts DSACKs."""
     seconds = max(summary.window_end_ns - summary.window_start_ns, 0) / 1e9
     spurious = 0.0
-    if SPURIOUS_RETRANSMITS in summary.names:
-        rate = float(summary.means[summary.names.index(SPURIOUS_RETRANSMITS)])
+    if TCP_SPURIOUS_RETRANSMITS in summary.names:
+        rate = float(summary.means[summary.names.index(TCP_SPURIOUS_RETRANSMITS)])
         spurious = rate * seconds if np.isfinite(rate) else 0.0
     return RetransWindow(summary.host, summary.window_id, summary.retransmits, summary.segments_out, spurious)

@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from schemas.channels import CPU_BUSY_PCT_ALL, GPU_UTILIZATION_PREFIX
 from schemas.records import Catalog, Frame
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.host_pipeline import HostPipeline, refit_phase
@@ -193,8 +194,8 @@ def activity_level(names: tuple[str, ...], means: np.ndarray | None) -> float | 
     """The host's activity for regime changes: CPU busy % of the whole host, or mean GPU utilisation."""
     if means is None:
         return None
-    if "cpu.busy_pct.all" in names:
-        value = means[names.index("cpu.busy_pct.all")]
+    if CPU_BUSY_PCT_ALL in names:
+        value = means[names.index(CPU_BUSY_PCT_ALL)]
         return float(value) if np.isfinite(value) else None
-    gpus = [i for i, name in enumerate(names) if name.startswith("gpu.utilization.")]
+    gpus = [i for i, name in enumerate(names) if name.startswith(GPU_UTILIZATION_PREFIX)]
     return float(np.nanmean(means[gpus])) if gpus and np.isfinite(means[gpus]).any() else None

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from schemas.channels import TCP_RETRANSMITS, subsystem_for
 from schemas.records import Alert, Anomaly, Catalog, Evidence, HostWindow, PersistedChannel
-from stream_jobs.engine.channels import subsystem_for
 from stream_jobs.engine.crosshost import ConfigurationDifference, PeerDeviation
 from stream_jobs.engine.host_pipeline import HostPipeline
 from stream_jobs.engine.incidents import AlertEvent
@@ -131,7 +131,7 @@ def configuration_alert(anomaly: Anomaly) -> Alert:
 
 
 def retransmission_anomaly(summary: HostWindow, verdict: RetransVerdict) -> Anomaly:
-    evidence = (Evidence("snmp.Tcp.RetransSegs", "sum", summary.retransmits, float("nan"), float("nan"),
+    evidence = (Evidence(TCP_RETRANSMITS, "sum", summary.retransmits, float("nan"), float("nan"),
                          verdict.rate_z),)
     return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
                    ("retransmissions",), verdict.rate_z, 1.0, "network",

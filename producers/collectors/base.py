@@ -1,4 +1,4 @@
-"""What every collector shares: an injected root, a memo of the channels it reports, and fast re-reading.
+"""What every collector shares: an injected root, a memo of the channels it reports, and a read that reuses layouts.
 
 A collector's `read()` returns a Reading: the channel names, in an order that stays the same (the very same tuple)
 while the source's layout is unchanged, and their values. The registry uses the tuple's identity to place values
@@ -9,22 +9,17 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
-import os
-import weakref
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
+from producers.fast_read.persistent_file import PersistentFile
+from producers.fast_read.scanned_layout import ScannedLayout, scanner_available
+from producers.fast_read.token_layout import TokenLayout, finite_or_nan
 from schemas.records import Channel
-
-try:
-    from producers.collectors import _tokenscan
-except ImportError:  # built by `pip install`; without it the same layouts are read in Python, only slower
-    _tokenscan = None
 
 log = logging.getLogger(__name__)
 
@@ -100,50 +95,6 @@ class Collector(ABC):
             log.warning(message, *args)
 
 
-class PersistentFile:
-    """A file kept open and re-read from offset 0 with pread: procfs and sysfs regenerate it on each read.
-
-    The read size follows the file's size (a larger buffer costs an allocation on every read). A file dropped
-    without close() is closed when it is collected, so a collector that forgets one does not leak descriptors.
-    """
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._fd: int | None = None
-        self._closer: weakref.finalize | None = None
-        self._size = 4096
-
-    @property
-    def size(self) -> int:
-        """The read size that holds the whole file, as far as reads have shown."""
-        return self._size
-
-    def fileno(self) -> int:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            self._closer = weakref.finalize(self, os.close, self._fd)
-        return self._fd
-
-    def read(self) -> bytes:
-        fd = self.fileno()
-        try:
-            data = os.pread(fd, self._size, 0)
-            while len(data) >= self._size:  # the file outgrew the buffer: read it again, whole
-                self._size *= 4
-                data = os.pread(fd, self._size, 0)
-        except OSError:
-            self.close()
-            raise
-        self._size = max(4096, 2 * len(data))
-        return data
-
-    def close(self) -> None:
-        if self._closer is not None:
-            self._closer()
-            self._closer = None
-        self._fd = None
-
-
 @dataclass(frozen=True)
 class Field:
     """Where one channel's value sits in a text source: line number, token number within the line, and scale."""
@@ -158,84 +109,8 @@ class Field:
     scale: float = 1.0
 
 
-class TokenLayout:
-    """The positions of values and labels among a file's whitespace tokens, for re-reading without re-parsing."""
-
-    def __init__(self, names: tuple[str, ...], token_count: int, value_positions: list[int],
-                 label_positions: list[int], labels: tuple[bytes, ...], scales: list[float] | None, base: int):
-        self.names, self.token_count, self.labels, self.scales, self.base = names, token_count, labels, scales, base
-        self.value_positions, self.label_positions = value_positions, label_positions
-        self._values = _getter(value_positions)
-        self._labels = _getter(label_positions)
-        self._count = len(value_positions)
-
-    def matches(self, tokens: list[bytes]) -> bool:
-        return len(tokens) == self.token_count and self._labels(tokens) == self.labels
-
-    def values(self, tokens: list[bytes]) -> list[float]:
-        """The values at the layout's positions; ValueError if one of them is not a number."""
-        convert = float if self.base == 10 else (lambda token: float(int(token, self.base)))
-        values = list(map(convert, self._values(tokens)))
-        if self.scales is not None:
-            values = list(map(operator.mul, values, self.scales))
-        return _finite_or_nan(values)
-
-
-class ScannedLayout:
-    """A TokenLayout applied by the compiled scanner: one call reads the file, checks the labels and fills the values.
-
-    `values()` returns None when the scanner cannot vouch for the result (labels or token count changed, a value is
-    not a plain number, the file outgrew the buffer); the caller then parses `text()` in Python as before.
-    """
-
-    def __init__(self, layout: TokenLayout, data: bytes, read_size: int):
-        order = np.argsort(layout.value_positions, kind="stable")
-        self.names = layout.names
-        self._wanted = np.asarray(layout.value_positions, dtype=np.int32)[order]
-        self._slots = order.astype(np.int32)
-        self._scales = None if layout.scales is None else np.asarray(layout.scales, dtype=np.float64)[order]
-        self._labels = np.asarray(sorted(layout.label_positions), dtype=np.int32)
-        self._base = layout.base
-        self._out = np.empty(len(self._wanted))
-        self._buffer = bytearray(max(read_size, len(data) + 1))
-        self._buffer[:len(data)] = data
-        _, self._tokens, self._label_hash, _ = self._scan(-1, len(data))
-        self._length = 0
-
-    def values(self, fd: int) -> np.ndarray | None:
-        self._length, tokens, label_hash, ok = self._scan(fd, 0)
-        if ok and tokens == self._tokens and label_hash == self._label_hash:
-            return self._out.copy()
-        return None
-
-    def text(self) -> bytes | None:
-        """The bytes of the last read, unless they filled the buffer (the file may be longer)."""
-        return bytes(self._buffer[:self._length]) if self._length < len(self._buffer) else None
-
-    def _scan(self, fd: int, length: int) -> tuple[int, int, int, int]:
-        return _tokenscan.scan(fd, self._buffer, length, self._wanted, self._slots, self._out, self._scales,
-                               self._labels, self._base)
-
-
-def _finite_or_nan(values: list[float]) -> list[float]:
-    """'inf' in a kernel file is text, not a measurement: it reads as NaN like any unreadable value."""
-    if math.inf in values or -math.inf in values:
-        return [math.nan if math.isinf(v) else v for v in values]
-    return values
-
-
 def _as_list(values) -> list[float]:
     return values.tolist() if isinstance(values, np.ndarray) else list(values)
-
-
-def _getter(positions: list[int]) -> Callable[[list[bytes]], tuple]:
-    """itemgetter that always returns a tuple, even for zero or one position."""
-    if len(positions) == 1:
-        only = positions[0]
-        return lambda tokens: (tokens[only],)
-    if not positions:
-        return lambda tokens: ()
-    return operator.itemgetter(*positions)
 
 
 class ProcTextCollector(Collector):
@@ -289,7 +164,7 @@ class ProcTextCollector(Collector):
         if data is None:
             data = self._file.read()
         reading = self._parse(data)
-        if self._scanned is None and self._layout is not None and _tokenscan is not None:
+        if self._scanned is None and self._layout is not None and scanner_available():
             self._scanned = ScannedLayout(self._layout, data, self._file.size)
         return reading
 
@@ -390,7 +265,7 @@ class SysfsFilesCollector(Collector):
             except (OSError, ValueError, IndexError) as error:  # one unreadable attribute costs one channel
                 self._warn_once(name, "%s: cannot read %s (%s); the channel reads NaN", self.source, handle.path,
                                 error)
-        return Reading(self._names_tuple, _finite_or_nan(values))
+        return Reading(self._names_tuple, finite_or_nan(values))
 
     def collect(self) -> dict[str, float]:
         reading = self.read()

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from producers.collectors.base import PersistentFile, Reading, SysfsFilesCollector
+from producers.collectors.base import Reading, SysfsFilesCollector
 from producers.collectors.sysfs_names import numbered_directories
+from producers.fast_read.persistent_file import PersistentFile
 from schemas.records import Channel
 
 INFINIBAND = "class/infiniband"

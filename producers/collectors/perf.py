@@ -19,111 +19,26 @@ event was refused with ENOENT, which the software fallback and the unavailabilit
 run as uid 65534 without capabilities, every event was refused with EACCES and the message named paranoid level 2.
 Verified only through a fake opener: the hardware, cache and raw vendor events, their encodings, and the scaling of
 multiplexed counters (a VM without a PMU never multiplexes). The aarch64 syscall number is untested.
+The event tables are in perf_events.py, the syscall in perf_syscall.py.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import logging
 import os
-import platform
-import struct
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Iterable
 
 import numpy as np
 
 from producers.collectors.base import Collector, Reading
+from producers.collectors.perf_events import SOFTWARE_EVENTS, PerfEvent, default_events
+from producers.collectors.perf_syscall import Opener, PerfEventOpener
 
 log = logging.getLogger(__name__)
-
-# include/uapi/linux/perf_event.h
-PERF_TYPE_HARDWARE, PERF_TYPE_SOFTWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW = 0, 1, 3, 4
-PERF_FORMAT_TOTAL_TIME_ENABLED, PERF_FORMAT_TOTAL_TIME_RUNNING = 1 << 0, 1 << 1
-PERF_FLAG_FD_CLOEXEC = 1 << 3
-PERF_ATTR_SIZE_VER5 = 112
-ATTR_FLAG_EXCLUDE_GUEST = 1 << 20  # bit 20 of the flags word; bit 0 is disabled, bit 1 inherit
-PERF_COUNT_HW_CACHE_LL, PERF_COUNT_HW_CACHE_OP_READ, PERF_COUNT_HW_CACHE_RESULT_MISS = 2, 0, 1
-
-# Generic syscall tables (aarch64, riscv64) share 241; x86-64 has its own.
-PERF_EVENT_OPEN_SYSCALL = {"x86_64": 298, "amd64": 298, "aarch64": 241, "arm64": 241, "riscv64": 241}
-# Apple cores report an implementer but have no PMUv3, so the Arm common event numbers mean nothing there.
-ARM_IMPLEMENTERS_WITHOUT_PMUV3 = frozenset({"0x61"})
-
-
-@dataclass(frozen=True)
-class PerfEvent:
-    """One event as perf_event_open takes it; `name` is perf's name, the channel uses it with '.' and '-' as '_'."""
-
-    name: str
-    type: int
-    config: int
-    config1: int = 0
-    unit: str = "events"
-
-    @property
-    def metric(self) -> str:
-        """The channel metric, e.g. 'pmu.cycle_activity_stalls_l3_miss' or 'pmu.sw_cpu_clock'."""
-        stem = self.name.lower().replace(".", "_").replace("-", "_")
-        return f"pmu.sw_{stem}" if self.type == PERF_TYPE_SOFTWARE else f"pmu.{stem}"
-
-
-def _hardware(name: str, config: int) -> PerfEvent:
-    return PerfEvent(name, PERF_TYPE_HARDWARE, config)
-
-
-def _raw(name: str, event: int, umask: int = 0, cmask: int = 0) -> PerfEvent:
-    """A raw x86 event-select encoding: event bits 0-7, unit mask bits 8-15, counter mask bits 24-31."""
-    return PerfEvent(name, PERF_TYPE_RAW, event | umask << 8 | cmask << 24)
-
-
-# PERF_COUNT_HW_* numbers; the kernel maps each to this CPU's own event or refuses it (ENOENT) when it has none.
-GENERIC_EVENTS = (
-    _hardware("cycles", 0), _hardware("instructions", 1), _hardware("cache-references", 2),
-    _hardware("cache-misses", 3), _hardware("branch-misses", 5), _hardware("stalled-cycles-frontend", 7),
-    _hardware("stalled-cycles-backend", 8),
-    PerfEvent("LLC-load-misses", PERF_TYPE_HW_CACHE,
-              PERF_COUNT_HW_CACHE_LL | PERF_COUNT_HW_CACHE_OP_READ << 8 | PERF_COUNT_HW_CACHE_RESULT_MISS << 16),
-)
-
-VENDOR_EVENTS = {
-    # Intel SDM Vol. 3B "Performance Monitoring Events", Skylake microarchitecture core event table (the same
-    # encodings in Intel's perfmon tables for Ice Lake and Sapphire Rapids): CYCLE_ACTIVITY.STALLS_L3_MISS A3H/06H
-    # with CMask 6, MEM_LOAD_RETIRED.L3_MISS D1H/20H, MEM_INST_RETIRED.ALL_LOADS D0H/81H, .ALL_STORES D0H/82H.
-    "intel": (
-        _raw("cycle_activity.stalls_l3_miss", 0xA3, 0x06, cmask=6),
-        _raw("mem_load_retired.l3_miss", 0xD1, 0x20),
-        _raw("mem_inst_retired.all_loads", 0xD0, 0x81),
-        _raw("mem_inst_retired.all_stores", 0xD0, 0x82),
-    ),
-    # AMD PPR for Family 17h (Zen, Zen 2; e.g. pub. 56176), core PMC events: PMCx029 LsDispatch with unit mask
-    # bit 0 LdDispatch and bit 1 StoreDispatch, PMCx040 LsDcAccesses.
-    "amd": (
-        _raw("ls_dispatch.ld_dispatch", 0x29, 0x01),
-        _raw("ls_dispatch.store_dispatch", 0x29, 0x02),
-        _raw("ls_dc_accesses", 0x40, 0x00),
-    ),
-    # Arm ARM for A-profile (DDI 0487), PMUv3 common event numbers, taken by the armv8 PMU driver as raw configs:
-    # 0x03 L1D_CACHE_REFILL, 0x23 STALL_FRONTEND, 0x24 STALL_BACKEND, 0x37 LL_CACHE_MISS_RD (Armv8.1 and later).
-    "arm": (
-        PerfEvent("stall_backend", PERF_TYPE_RAW, 0x24),
-        PerfEvent("stall_frontend", PERF_TYPE_RAW, 0x23),
-        PerfEvent("ll_cache_miss_rd", PERF_TYPE_RAW, 0x37),
-        PerfEvent("l1d_cache_refill", PERF_TYPE_RAW, 0x03),
-    ),
-}
-
-# PERF_COUNT_SW_*: counted by the kernel itself, so they open in a VM without a virtual PMU.
-SOFTWARE_EVENTS = (
-    PerfEvent("cpu-clock", PERF_TYPE_SOFTWARE, 0, unit="ns"),
-    PerfEvent("context-switches", PERF_TYPE_SOFTWARE, 3),
-    PerfEvent("cpu-migrations", PERF_TYPE_SOFTWARE, 4),
-    PerfEvent("page-faults", PERF_TYPE_SOFTWARE, 2),
-    PerfEvent("major-faults", PERF_TYPE_SOFTWARE, 6),
-)
 
 _REASONS = {
     errno.ENOENT: "the kernel has no PMU event for them, as in a VM without a virtual PMU",
@@ -133,78 +48,6 @@ _REASONS = {
     errno.ENOSYS: "this kernel has no perf events (CONFIG_PERF_EVENTS) or no syscall number is known for it",
     errno.EPERM: "a seccomp profile or lockdown forbids perf_event_open; run with CAP_PERFMON outside it",
 }
-
-
-class PerfEventAttr(ctypes.Structure):
-    """struct perf_event_attr up to PERF_ATTR_SIZE_VER5; older kernels accept it since the bytes they lack are 0."""
-
-    _fields_ = [
-        ("type", ctypes.c_uint32), ("size", ctypes.c_uint32), ("config", ctypes.c_uint64),
-        ("sample_period", ctypes.c_uint64), ("sample_type", ctypes.c_uint64), ("read_format", ctypes.c_uint64),
-        ("flags", ctypes.c_uint64),  # the bitfield word: disabled, inherit, ..., exclude_guest (bit 20)
-        ("wakeup_events", ctypes.c_uint32), ("bp_type", ctypes.c_uint32),
-        ("config1", ctypes.c_uint64), ("config2", ctypes.c_uint64), ("branch_sample_type", ctypes.c_uint64),
-        ("sample_regs_user", ctypes.c_uint64), ("sample_stack_user", ctypes.c_uint32), ("clockid", ctypes.c_int32),
-        ("sample_regs_intr", ctypes.c_uint64), ("aux_watermark", ctypes.c_uint32),
-        ("sample_max_stack", ctypes.c_uint16), ("reserved_2", ctypes.c_uint16),
-    ]
-
-
-class Opener(Protocol):
-    """What PerfCollector needs from the kernel; tests pass a scripted one."""
-
-    def open(self, event: PerfEvent, cpu: int) -> int: ...
-
-    def read(self, fd: int) -> tuple[int, int, int]: ...
-
-    def close(self, fd: int) -> None: ...
-
-
-class PerfEventOpener:
-    """The only code that touches perf_event_open: opens one counting event on one CPU and reads it.
-
-    exclude_guest stays 0 by default: a per-CPU counter describes everything the CPU did, and /proc/stat also
-    counts the time it spent running KVM guests.
-    """
-
-    _COUNTS = struct.Struct("=3Q")
-
-    def __init__(self, exclude_guest: bool = False, machine: str | None = None):
-        self.exclude_guest = exclude_guest
-        self.machine = machine or platform.machine()
-        self.syscall_number = PERF_EVENT_OPEN_SYSCALL.get(self.machine)
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._libc.syscall.restype = ctypes.c_long
-
-    def attr(self, event: PerfEvent) -> PerfEventAttr:
-        """The attributes of a free-running counting event that reports its enabled and running times."""
-        attr = PerfEventAttr(type=event.type, size=ctypes.sizeof(PerfEventAttr), config=event.config,
-                             config1=event.config1)
-        attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING
-        attr.flags = ATTR_FLAG_EXCLUDE_GUEST if self.exclude_guest else 0  # disabled=0, inherit=0
-        return attr
-
-    def open(self, event: PerfEvent, cpu: int) -> int:
-        """A file descriptor counting `event` on `cpu` for every task; OSError with the kernel's errno."""
-        if self.syscall_number is None:
-            raise OSError(errno.ENOSYS, f"no perf_event_open syscall number known for {self.machine}")
-        attr = self.attr(event)
-        fd = self._libc.syscall(ctypes.c_long(self.syscall_number), ctypes.byref(attr), ctypes.c_long(-1),
-                                ctypes.c_long(cpu), ctypes.c_long(-1), ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC))
-        if fd < 0:
-            code = ctypes.get_errno()
-            raise OSError(code, f"perf_event_open({event.name}, cpu {cpu}): {os.strerror(code)}")
-        return fd
-
-    def read(self, fd: int) -> tuple[int, int, int]:
-        """(value, time_enabled, time_running); perf fds cannot seek (pread gives ESPIPE), so plain read(2)."""
-        data = os.read(fd, self._COUNTS.size)
-        if len(data) != self._COUNTS.size:
-            raise OSError(errno.EIO, f"perf counter read returned {len(data)} bytes, {self._COUNTS.size} expected")
-        return self._COUNTS.unpack(data)
-
-    def close(self, fd: int) -> None:
-        os.close(fd)
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -218,31 +61,6 @@ def parse_cpu_list(text: str) -> list[int]:
         first, _, last = part.partition("-")
         cpus.update(range(int(first), int(last or first) + 1))
     return sorted(cpus)
-
-
-def cpu_vendor(cpuinfo: str) -> str:
-    """'intel', 'amd' or 'arm' from /proc/cpuinfo text; '' for any other CPU, which gets the generic events only."""
-    fields: dict[str, str] = {}
-    for key, value in _cpuinfo_pairs(cpuinfo):
-        fields.setdefault(key, value)  # the first processor's; the vendor is the same on every one
-    vendor = {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(fields.get("vendor_id", ""), "")
-    implementer = fields.get("CPU implementer", "").lower()
-    if not vendor and implementer and implementer not in ARM_IMPLEMENTERS_WITHOUT_PMUV3:
-        return "arm"
-    return vendor
-
-
-def _cpuinfo_pairs(cpuinfo: str) -> Iterable[tuple[str, str]]:
-    """(key, value) of every 'key : value' line, first processor first."""
-    for line in cpuinfo.splitlines():
-        key, colon, value = line.partition(":")
-        if colon:
-            yield key.strip(), value.strip()
-
-
-def default_events(cpuinfo: str) -> tuple[PerfEvent, ...]:
-    """The generic hardware events and the vendor's raw events."""
-    return GENERIC_EVENTS + VENDOR_EVENTS.get(cpu_vendor(cpuinfo), ())
 
 
 @dataclass(frozen=True)

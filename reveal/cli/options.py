@@ -10,7 +10,7 @@ import threading
 import time
 from urllib.parse import urlparse
 
-from producers.sources import SOURCE_GROUPS, validate_groups
+from producers.source_table import SOURCE_GROUPS, validate_groups
 from schemas.kafka_security import PROTOCOLS, SASL_MECHANISMS, KafkaSecurity
 
 DEFAULT_DATA_DIR = "./reveal-data"

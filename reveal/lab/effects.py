@@ -10,12 +10,12 @@ from typing import Iterable
 import numpy as np
 
 from producers.recording import read_recording
+from schemas.channels import TCP_RETRANSMITS
 from schemas.records import Catalog, Frame
 from reveal.lab.truth import FaultLabel
 
 NS_PER_S = 1_000_000_000
-RETRANSMISSIONS = "snmp.Tcp.RetransSegs"
-EVIDENCE_CHANNEL = {"packet_loss": RETRANSMISSIONS}
+EVIDENCE_CHANNEL = {"packet_loss": TCP_RETRANSMITS}
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from schemas.records import Alert, Anomaly, Frame
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.landing import queue_output
 from sinks.rows import catalog_row, frame_row
+from stream_jobs.engine.ensemble import MODES as THRESHOLD_MODES
 from stream_jobs.engine.host_pipeline import EngineSettings
 from reveal.lab.effects import fault_rates
 from reveal.lab.replay import ReplayResult, incidents, merged_recordings, replay, reported
@@ -29,7 +30,6 @@ from reveal.lab.scoring import (NS_PER_S, JudgedTime, RunScore, run_score_from_r
                                      score_modes, score_rows)
 from reveal.lab.truth import FaultLabel, ReportedWindow, RetransmissionVerdict, RunOutputs, read_truth
 
-THRESHOLD_MODES = ("calibrated", "paper")
 LIVE_MODE = "calibrated"
 WINDOW_S, STRIDE_S = 3.0, 1.0
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage", "agent")
+from schemas.channels import SUBSYSTEMS
 
 
 @dataclass(frozen=True)

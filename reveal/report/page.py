@@ -10,6 +10,7 @@ import math
 from collections import defaultdict
 from html import escape
 
+from schemas.channels import HOST_SUBSYSTEMS
 from reveal.report.contents import ChannelTrace, CrossHost, ReportData
 from reveal.report.data import ScoreSeries
 from reveal.report.series import bucket_ns, merge_intervals, wants_log_scale
@@ -17,7 +18,6 @@ from reveal.report.svg import (ANOMALY_COLOUR, SERIES_COLOURS, THRESHOLD_COLOUR,
                                     Line, Marks, Panel, cause_map, colour_of, format_time, format_value,
                                     time_series_panel)
 
-MAIN_SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage")
 DETECTOR_ORDER = ("zscore", "mahalanobis", "isolation_forest")
 DETECTOR_TITLES = {"zscore": "Z-score", "mahalanobis": "Mahalanobis in PCA", "isolation_forest": "Isolation Forest",
                    "severity": "ensemble severity"}
@@ -195,7 +195,7 @@ def _causes(data: ReportData) -> str:
         return _section("causes", lead, _note("No anomalous windows in scope."))
     hosts, more = _shown_hosts(data, list(cells))
     found = {cell.subsystem for host in hosts for cell in cells[host]}
-    rows = [*MAIN_SUBSYSTEMS, *sorted(found - set(MAIN_SUBSYSTEMS))]
+    rows = [*HOST_SUBSYSTEMS, *sorted(found - set(HOST_SUBSYSTEMS))]
     charts = [cause_map(f"{host} · causes of anomalous windows", rows, cells[host], data.span) for host in hosts]
     quiet = sorted(set(data.hosts) - set(cells))
     note = _note("No anomalous windows on " + ", ".join(quiet) + ".") if quiet else ""

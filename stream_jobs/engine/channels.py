@@ -1,5 +1,4 @@
-"""The engine's view of a host's channels: names, kinds and subsystems as aligned arrays, and the subsystem a
-channel's name places it in."""
+"""The engine's view of a host's channels: names, kinds and subsystems as aligned arrays."""
 
 from __future__ import annotations
 
@@ -13,18 +12,6 @@ CUMULATIVE_KINDS = ("counter", "event")
 PAGE_BYTES = 4096.0
 # Units of time a counter of CPU, stall or idle time may be kept in, in seconds.
 SECONDS_PER_TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "seconds": 1.0}
-
-# Reveal's channel names start with their source; longer prefixes first so cgroup channels split by controller.
-SUBSYSTEM_PREFIXES = (
-    ("cgroup.cpu_", "cpu"), ("cgroup.memory_", "memory"), ("cgroup.io_", "storage"),
-    ("cpu.", "cpu"), ("pmu.", "cpu"), ("irq.", "cpu"), ("softirq.", "cpu"),
-    ("gpu.", "gpu"),
-    ("mem.", "memory"), ("vm.", "memory"), ("numa.", "memory"),
-    ("net.", "network"), ("snmp.", "network"), ("sock.", "network"), ("ib.", "network"),
-    ("disk.", "storage"),
-    ("agent.", "agent"),
-)
-UNKNOWN_SUBSYSTEM = "other"
 
 
 @dataclass(frozen=True)
@@ -80,12 +67,3 @@ class ChannelTable:
         """True where the channel takes part in single-host scoring (static channels do not, paper §4.2)."""
         return np.asarray(self.kinds) != "static"
 
-
-def subsystem_for(name: str) -> str:
-    """The subsystem a Reveal channel name belongs to, or 'other' for names that do not follow Reveal's scheme.
-
-    >>> subsystem_for("gpu.util.gpu0"), subsystem_for("gpu_util")
-    ('gpu', 'other')
-    """
-    return next((subsystem for prefix, subsystem in SUBSYSTEM_PREFIXES if name.startswith(prefix)),
-                UNKNOWN_SUBSYSTEM)

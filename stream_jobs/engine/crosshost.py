@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from schemas.channels import AGENT_PREFIX
 # The MAD of a normal distribution is this fraction of its standard deviation.
 MAD_TO_SIGMA = 1.4826
 # |z| is capped so that a channel that is exactly equal on all peers but one ranks, but does not read as 1e12.
@@ -212,7 +213,7 @@ class PeerComparator:
         scale = np.fmax(offsets.spread, floor / self.z_threshold)
         with np.errstate(invalid="ignore"):
             z = (residual - offsets.offset) / scale
-        own = np.array([name.startswith("agent.") for name in names], dtype=bool)
+        own = np.array([name.startswith(AGENT_PREFIX) for name in names], dtype=bool)
         return np.where(own, 0.0, np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0))
 
     def _report_configuration(self, host: str, window_id: int, offsets: _Offsets, level: np.ndarray,
@@ -220,7 +221,7 @@ class PeerComparator:
         """Channels that never moved on the host over the learning span and sit apart from the cluster's level."""
         floor = np.fmax(self.relative_floor * np.abs(np.nan_to_num(level)), self.absolute_floor)
         apart = (offsets.spread == 0) & (np.abs(offsets.offset) >= floor)
-        apart &= np.array([not name.startswith("agent.") for name in offsets.names], dtype=bool)
+        apart &= np.array([not name.startswith(AGENT_PREFIX) for name in offsets.names], dtype=bool)
         if apart.any():
             index = np.flatnonzero(apart)[np.argsort(-np.abs(offsets.offset[apart]), kind="stable")][:self.top]
             self._configuration.append(ConfigurationDifference(

@@ -10,6 +10,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from schemas.channels import TCP_OUT_SEGMENTS, TCP_RETRANSMITS
+
 _WRAP_32 = float(2**32)
 
 
@@ -79,7 +81,7 @@ _TEMPLATES = (
     _Template("pmu.l3_stall_ratio.{}", "cpu", "delta_ratio", ("pmu.cycle_activity_stalls_l3_miss.{}", "pmu.cycles.{}")),
     _Template("cpu.busy_mhz.{}", "cpu", "busy_mhz", ("cpu.aperf.{}", "cpu.mperf.{}", "cpu.tsc_mhz")),
     _Template("net.bytes_per_s.{}", "network", "summed_rate", ("net.rx_bytes.{}", "net.tx_bytes.{}")),
-    _Template("net.retrans_per_segment", "network", "delta_ratio", ("snmp.Tcp.RetransSegs", "snmp.Tcp.OutSegs")),
+    _Template("net.retrans_per_segment", "network", "delta_ratio", (TCP_RETRANSMITS, TCP_OUT_SEGMENTS)),
     _Template("mem.used_pct", "memory", "used_pct", ("mem.MemAvailable", "mem.MemTotal")),
 )
 

@@ -9,6 +9,7 @@ from collections import deque
 
 import numpy as np
 
+from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
 from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchVerdict, counts_things, event_floor
 from stream_jobs.engine.channels import ChannelTable
@@ -63,9 +64,9 @@ class HostPipeline(WatchedColumns):
         self.watch = ChannelWatch(self._event_floors(), settings.watch)
         self._window_starts: deque = deque(maxlen=settings.watch.adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
-        self._retrans = _indices(self.signal_names, ("snmp.Tcp.RetransSegs",))
-        self._segments = _indices(self.signal_names, ("snmp.Tcp.OutSegs",))
-        self._tx_bytes = _indices(self.signal_names, ("net.tx_bytes.",), prefix=True)
+        self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
+        self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
+        self._tx_bytes = _indices(self.signal_names, (NET_TX_BYTES_PREFIX,), prefix=True)
 
     @property
     def baseline_ready(self) -> bool:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stream_jobs.engine.channel_watch import WatchSettings
-
-MODES = ("calibrated", "paper")
+from stream_jobs.engine.ensemble import MODES
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ import warnings
 
 import numpy as np
 
+from schemas.channels import AGENT_PREFIX
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict, event_floor
 
 # The agent's own metrics (its memory, its tick lag) tell of the agent, not of the host's workload.
-SELF_METRIC_PREFIX = "agent."
 
 
 class WatchedColumns:
@@ -36,7 +36,7 @@ class WatchedColumns:
         counts = self.counted & (bytes_per_unit == 0)
         floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
         floors = np.fmax(floors, self.ratio_floors)
-        own = np.array([name.startswith(SELF_METRIC_PREFIX) for name in self.signal_names], dtype=bool)
+        own = np.array([name.startswith(AGENT_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)
 
     def _watch_floors(self) -> np.ndarray:

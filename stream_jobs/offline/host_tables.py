@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from stream_jobs.engine.channels import ChannelTable, subsystem_for
+from schemas.channels import subsystem_for
+from stream_jobs.engine.channels import ChannelTable
 
 DEFAULT_INTERVAL_S = 0.1
 REPAIR_KINDS = ("sorted_rows", "duplicate_rows", "empty_cells", "infinite_values")

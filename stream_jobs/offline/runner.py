@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from schemas.records import Catalog, Channel
+from schemas.channels import SUBSYSTEMS
+from schemas.records import CHANNEL_KINDS, Catalog, Channel
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.engine.host_pipeline import HostPipeline, refit_phase
 from stream_jobs.engine.settings import EngineSettings
@@ -107,7 +108,6 @@ def _mark_peer_findings(rows: list[dict], peer_anomalies) -> None:
 
 
 def _catalog_for(table: HostTable) -> Catalog:
-    channels = tuple(Channel(n, s if s in ("cpu", "gpu", "memory", "network", "storage", "agent") else "cpu",
-                             k if k in ("gauge", "counter", "event", "static") else "gauge")
+    channels = tuple(Channel(n, s if s in SUBSYSTEMS else "cpu", k if k in CHANNEL_KINDS else "gauge")
                      for n, k, s in zip(table.channels.names, table.channels.kinds, table.channels.subsystems))
     return Catalog(table.host, table.cluster, channels, table.interval_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from schemas.channels import subsystem_for
 from stream_jobs.offline.column_files import load_csv, load_parquet
 from stream_jobs.offline.host_tables import REPAIR_KINDS, HostTable, RecordedTable, TableChannels, TableError
 from stream_jobs.offline.recordings import load_recording

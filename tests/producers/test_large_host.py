@@ -8,7 +8,7 @@ from producers.collectors.nvml import NvmlCollector, NvmlSlowCollector
 from producers.collectors.rapl import RaplCollector
 from producers.collectors.thermal import ThermalCollector
 from producers.registry import CollectorRegistry
-from producers.sources import default_collectors
+from producers.source_table import default_collectors
 from tests.conftest import FIXTURES
 from tests.producers.test_nvml import FakeNvml, two_h100s
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from producers.collectors.base import PersistentFile
 from producers.collectors.numa import NumaCollector
+from producers.fast_read.persistent_file import PersistentFile
 from tests.conftest import FIXTURES
 
 LARGE = FIXTURES / "sysfs-large"

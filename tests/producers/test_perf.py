@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import logging
 import math
@@ -12,11 +11,12 @@ import time
 import pytest
 from hypothesis import given, strategies as st
 
-from producers.collectors.perf import (
-    GENERIC_EVENTS, PERF_ATTR_SIZE_VER5, PERF_FLAG_FD_CLOEXEC, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, SOFTWARE_EVENTS,
-    VENDOR_EVENTS, PerfCollector, PerfEvent, PerfEventAttr, PerfEventOpener, cpu_vendor, parse_cpu_list,
+from producers.collectors.perf import PerfCollector, parse_cpu_list
+from producers.collectors.perf_events import (
+    GENERIC_EVENTS, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, SOFTWARE_EVENTS, VENDOR_EVENTS, PerfEvent,
 )
 from tests.conftest import FIXTURES
+from tests.producers.test_perf_syscall import refused_by_policy
 
 PERF = FIXTURES / "perf"
 SYSFS = PERF / "sys"  # two online CPUs: "0-1"
@@ -129,17 +129,6 @@ def test_unreadable_counter_reads_nan_and_warns_once(caplog):
 
 
 # Vendor tables
-
-
-@pytest.mark.parametrize("vendor, expected", [("intel", "intel"), ("amd", "amd"), ("arm", "arm")])
-def test_vendor_from_captured_cpuinfo(vendor, expected):
-    assert cpu_vendor((PERF / vendor / "cpuinfo").read_text()) == expected
-
-
-def test_vendor_is_unknown_for_apple_cores_and_other_cpus():
-    assert cpu_vendor("processor\t: 0\nCPU implementer\t: 0x61\n") == ""
-    assert cpu_vendor("processor\t: 0\nvendor_id\t: CentaurHauls\n") == ""
-    assert cpu_vendor("") == ""
 
 
 def test_intel_host_adds_the_skylake_raw_events_with_their_encodings():
@@ -300,27 +289,6 @@ def test_events_can_be_chosen_by_the_caller():
 # The real kernel
 
 
-def test_attr_struct_has_the_kernel_layout():
-    assert ctypes.sizeof(PerfEventAttr) == PERF_ATTR_SIZE_VER5 == 112
-    assert (PerfEventAttr.read_format.offset, PerfEventAttr.config1.offset, PerfEventAttr.clockid.offset,
-            PerfEventAttr.sample_max_stack.offset) == (32, 56, 92, 108)
-    attr = PerfEventOpener().attr(PerfEvent("cycles", 0, 0))
-    assert (attr.size, attr.read_format, attr.flags) == (112, 3, 0)
-    assert PERF_FLAG_FD_CLOEXEC == 8
-
-
-def refused_by_policy(error: OSError) -> bool:
-    """True for the documented refusals (paranoid level, seccomp), which end the test there; anything else is a
-    broken syscall path and fails it."""
-    if error.errno not in (errno.EACCES, errno.EPERM):
-        raise error
-    paranoid = open("/proc/sys/kernel/perf_event_paranoid").read().strip()
-    reason = (f"the kernel refuses CPU-wide perf events to this process ({errno.errorcode[error.errno]}; "
-              f"perf_event_paranoid is {paranoid}, uid {os.geteuid()}; a seccomp profile gives EPERM): {error}")
-    print(reason)
-    return True
-
-
 def busy_work(seconds: float = 0.05) -> None:
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
@@ -360,26 +328,3 @@ def test_real_collector_reports_pmu_or_software_channels_with_the_fallback():
     assert "pmu.cycles.cpu0" in first.names or "pmu.sw_cpu_clock.cpu0" in first.names
     assert all(math.isfinite(v) for v in second.values)
     assert all(after >= before for before, after in zip(first.values, second.values))
-
-
-def test_real_opener_reads_value_enabled_and_running_times():
-    opener = PerfEventOpener()
-    try:
-        fd = opener.open(SOFTWARE_EVENTS[1], 0)  # context-switches on cpu0
-    except OSError as error:
-        assert refused_by_policy(error)
-        return
-    try:
-        time.sleep(0.01)
-        value, enabled, running = opener.read(fd)
-    finally:
-        opener.close(fd)
-    assert enabled >= running > 0 and value >= 0
-
-
-def test_unknown_machine_is_a_refusal_that_fails_the_real_tests_rather_than_skipping_them():
-    with pytest.raises(OSError) as raised:
-        PerfEventOpener(machine="sparc64").open(SOFTWARE_EVENTS[0], 0)
-    assert raised.value.errno == errno.ENOSYS
-    with pytest.raises(OSError):
-        refused_by_policy(raised.value)

@@ -1,13 +1,15 @@
 import copy
+import io
 import math
 import struct
 from dataclasses import replace
 
+import fastavro
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from schemas.codec import AvroCodec, DecodeError, load_schema
+from schemas.codec import AvroCodec, DecodeError, avro_long, load_schema, unsigned_varint
 from schemas.records import (FRAME_CODEC, HOST_WINDOW_CODEC, Alert, Anomaly, Catalog, Channel, Evidence, Frame,
                              HostWindow, PersistedChannel, decode_alert, decode_anomaly, decode_catalog, decode_frame,
                              decode_host_window, encode_alert, encode_anomaly, encode_catalog, encode_frame,
@@ -179,3 +181,16 @@ def test_host_window_with_more_means_than_names_is_rejected():
     record["joined_names"] = b"a"
     with pytest.raises(DecodeError, match="16 mean bytes for 1 names"):
         decode_host_window(HOST_WINDOW_CODEC.encode(record))
+
+
+@pytest.mark.parametrize("number, encoded", [(0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"),
+                                             (300, b"\xac\x02")])
+def test_unsigned_varint_is_leb128(number, encoded):
+    assert unsigned_varint(number) == encoded
+
+
+@pytest.mark.parametrize("number", [0, 1, -1, 63, -64, 64, 2**31, -(2**63), 2**63 - 1])
+def test_avro_long_matches_fastavro(number):
+    buffer = io.BytesIO()
+    fastavro.schemaless_writer(buffer, "long", number)
+    assert avro_long(number) == buffer.getvalue()

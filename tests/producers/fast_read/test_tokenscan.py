@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from producers.collectors import base
 from producers.collectors.diskstats import DiskStatsCollector
 from producers.collectors.interrupts import InterruptsCollector, SoftIrqsCollector
 from producers.collectors.meminfo import MemInfoCollector
@@ -18,9 +17,10 @@ from producers.collectors.snmp import NetstatCollector, SnmpCollector
 from producers.collectors.sockstat import SockStatCollector
 from producers.collectors.softnet import SoftnetCollector
 from producers.collectors.vmstat import VmStatCollector
+from producers.fast_read import scanned_layout
 from tests.conftest import FIXTURES
 
-tokenscan = base._tokenscan
+tokenscan = scanned_layout._tokenscan
 
 TEXT_SOURCES = (ProcStatCollector, InterruptsCollector, SoftIrqsCollector, MemInfoCollector, VmStatCollector,
                 NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector, SoftnetCollector,
@@ -29,11 +29,11 @@ ROOTS = ("proc", "proc-large", "proc-old-kernel")
 
 
 def test_the_scanner_is_built_by_the_install():
-    assert tokenscan is not None, "producers.collectors._tokenscan was not compiled: `pip install .` builds it"
+    assert tokenscan is not None, "producers.fast_read._tokenscan was not compiled: `pip install .` builds it"
 
 
 def _python_only(collector, monkeypatch):
-    monkeypatch.setattr(base, "_tokenscan", None)
+    monkeypatch.setattr(scanned_layout, "_tokenscan", None)
     try:
         return collector.read()
     finally:

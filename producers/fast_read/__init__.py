@@ -1,0 +1,1 @@
+"""Re-reading kernel files without re-parsing them: files kept open, token layouts and the compiled scanner."""

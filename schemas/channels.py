@@ -1,0 +1,43 @@
+"""The one place that names subsystems, channel families and the channels more than one layer reads by name."""
+
+from __future__ import annotations
+
+# The parts of a host a channel describes; "agent" is the agent's own cost, not the host's workload.
+HOST_SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage")
+AGENT_SUBSYSTEM = "agent"
+SUBSYSTEMS = HOST_SUBSYSTEMS + (AGENT_SUBSYSTEM,)
+UNKNOWN_SUBSYSTEM = "other"
+
+# Channel families: Reveal's channel names start with their source; longer prefixes first so cgroup channels split
+# by controller.
+AGENT_PREFIX = "agent."
+CHANNEL_FAMILIES = (
+    ("cgroup.cpu_", "cpu"), ("cgroup.memory_", "memory"), ("cgroup.io_", "storage"),
+    ("cpu.", "cpu"), ("pmu.", "cpu"), ("irq.", "cpu"), ("softirq.", "cpu"),
+    ("gpu.", "gpu"),
+    ("mem.", "memory"), ("vm.", "memory"), ("numa.", "memory"),
+    ("net.", "network"), ("snmp.", "network"), ("sock.", "network"), ("ib.", "network"),
+    ("disk.", "storage"),
+    (AGENT_PREFIX, AGENT_SUBSYSTEM),
+)
+
+# TCP segments retransmitted and sent, host-wide (/proc/net/snmp).
+TCP_RETRANSMITS = "snmp.Tcp.RetransSegs"
+TCP_OUT_SEGMENTS = "snmp.Tcp.OutSegs"
+# Linux counts the retransmissions a receiver confirmed as needless (it had the segment) under this counter.
+TCP_SPURIOUS_RETRANSMITS = "snmp.TcpExt.TCPDSACKRecvSegs"
+# Bytes sent per interface: the family's prefix, followed by the interface name.
+NET_TX_BYTES_PREFIX = "net.tx_bytes."
+# The derived share of time all CPUs were busy, and GPU utilisation per GPU (prefix, then gpu0, gpu1, …).
+CPU_BUSY_PCT_ALL = "cpu.busy_pct.all"
+GPU_UTILIZATION_PREFIX = "gpu.utilization."
+
+
+def subsystem_for(name: str) -> str:
+    """The subsystem a Reveal channel name belongs to, or 'other' for names that do not follow Reveal's scheme.
+
+    >>> subsystem_for("gpu.util.gpu0"), subsystem_for("gpu_util")
+    ('gpu', 'other')
+    """
+    return next((subsystem for prefix, subsystem in CHANNEL_FAMILIES if name.startswith(prefix)),
+                UNKNOWN_SUBSYSTEM)
