@@ -158,7 +158,8 @@ def handle_engine(args) -> int:
 
 def handle_pipeline(args) -> int:
     from reveal.cli import CommandError
-    from reveal.bench.pipeline import GOALS as PIPELINE_GOALS, PipelineBenchSettings, bench_pipeline
+    from reveal.bench.pipeline import bench_pipeline
+    from reveal.bench.pipeline_figures import GOALS as PIPELINE_GOALS, PipelineBenchSettings
 
     if args.hosts < 1 or args.channels < 3 or not 1 <= args.workers <= 6:
         raise CommandError(f"--hosts {args.hosts}, --channels {args.channels}, --workers {args.workers}: expected "
