@@ -14,50 +14,13 @@ import clickhouse_connect
 
 from sinks.read_only import WriteRefused, check_read_only, single_statement
 from sinks.rows import frame_rows_binary
+from sinks.tables import COLUMNS, create_statements
 from stream_jobs.storage import StorageUnavailable
 
 log = logging.getLogger(__name__)
 
-TABLES_SQL = Path(__file__).with_name("sql") / "tables.sql"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-FRAME_COLUMNS = ("host", "cluster", "ts", "sequence", "catalog_version", "values")
-CATALOG_COLUMNS = ("host", "cluster", "version", "interval_s", "names", "subsystems", "kinds", "units", "devices")
-WINDOW_COLUMNS = ("host", "cluster", "window_id", "start", "end", "frames", "baseline_ready", "score", "threshold",
-                  "anomalous", "detector_names", "detector_scores", "detector_thresholds", "flagged_by", "regime")
-ANOMALY_COLUMNS = ("host", "cluster", "window_id", "start", "end", "detectors", "score", "threshold", "subsystem",
-                   "claim", "explanation", "hint", "evidence_channel", "evidence_feature", "evidence_value", "evidence_baseline",
-                   "evidence_std", "evidence_z")
-ALERT_COLUMNS = ("alert_id", "host", "cluster", "state", "start", "end", "severity", "subsystem", "summary", "hint",
-                 "kind")
-BASELINE_COLUMNS = ("host", "catalog_version", "saved_at", "windows", "state")
-RETRANSMISSION_COLUMNS = ("host", "cluster", "window_id", "start", "end", "category", "reason", "retransmits",
-                          "segments_out", "rate_z")
-LAB_FAULT_COLUMNS = ("run_id", "scenario", "fault", "host", "start", "end", "subsystem", "magnitude", "description",
-                     "took_effect", "effect")
-LAB_SCORE_COLUMNS = ("run_id", "scenario", "thresholds", "metric", "value")
-COLUMNS = {"frames": FRAME_COLUMNS, "catalogs": CATALOG_COLUMNS, "windows": WINDOW_COLUMNS,
-           "anomalies": ANOMALY_COLUMNS, "alerts": ALERT_COLUMNS, "baselines": BASELINE_COLUMNS,
-           "retransmissions": RETRANSMISSION_COLUMNS, "lab_faults": LAB_FAULT_COLUMNS,
-           "lab_scores": LAB_SCORE_COLUMNS}
-# What each table holds, in the words the console, the report, the live page and the README use: the one place
-# tables are described (`reveal sql --help` prints it; a test holds the README to it).
-TABLE_DESCRIPTIONS = {
-    "frames": "raw values per host and instant, in catalog order (one channel: the channel_values view below)",
-    "catalogs": "each host's channels per catalog version: names, subsystems, kinds, units, devices",
-    "windows": "one row per host window: the host detectors' score against its threshold, each detector's, and "
-               "whether the window was anomalous",
-    "anomalies": "one finding about one host window, from any source (host detectors, channel watch, peers, "
-                 "retransmissions, configuration), with its claim, hint and ranked metric–feature evidence",
-    "alerts": "incidents as alert events (open, update, closed) keyed by alert_id, with severity in band widths, "
-              "subsystem, summary and hint",
-    "retransmissions": "each window's retransmission verdict (workload-intrinsic, fault-induced, …) and its reason",
-    "baselines": "learned baselines, restored after a restart",
-    "lab_faults": "lab runs: each injected fault, its interval and whether it took effect",
-    "lab_scores": "lab runs: each scenario's scores",
-}
-CHANNEL_EXAMPLE = ("SELECT ts, value FROM channel_values(name = 'cpu.user.all') WHERE host = 'gpu-node-1' "
-                   "ORDER BY ts")
 RETAINED_TABLES = ("frames", "windows")
 # Tables written as RowBinary built here rather than through clickhouse-connect's per-value column writers.
 ROW_BINARY_TABLES = {"frames": frame_rows_binary}
@@ -145,9 +108,8 @@ class ClickHouseWriter:
 
     def _create_tables(self) -> None:
         self.command(f"CREATE DATABASE IF NOT EXISTS {self.database}")
-        for statement in TABLES_SQL.read_text().split(";"):
-            if "CREATE" in statement:
-                self.command(statement.replace("{db}", self.database))
+        for statement in create_statements(self.database):
+            self.command(statement)
         self.command(f"USE {self.database}")  # the embedded session keeps it
         self.client.database = self.database  # a server client sends it with every query
 

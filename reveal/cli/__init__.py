@@ -11,9 +11,10 @@ from sinks.clickhouse import StorageError
 from stream_jobs.allocator import tune_allocator
 from reveal.cli.config import CONFIG_ENV, settle
 from reveal.lab.hosts import LabError
-from reveal.cli import agent, alerts, bench, channels, collect, detect, report, run, sql, worker, lab
+from reveal.cli import (agent, alerts, bench, channels, collect, compare_windows, detect, lab, report, run, sql,
+                        worker)
 
-COMMANDS = (run, agent, worker, collect, detect, sql, alerts, channels, report, bench, lab)
+COMMANDS = (run, agent, worker, collect, detect, compare_windows, sql, alerts, channels, report, bench, lab)
 LONG_RUNNING = frozenset({"run", "agent", "worker", "collect"})  # these print their settings once on start
 
 

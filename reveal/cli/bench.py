@@ -11,6 +11,13 @@ def register(commands) -> None:
     parser = commands.add_parser("bench", help="measure Reveal's cost and speed on this machine",
                                  description="Benchmarks that print figures next to Reveal's goals.")
     benches = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    _register_agent(benches)
+    _register_engine(benches)
+    _register_pipeline(benches)
+    _register_host_faults(benches)
+
+
+def _register_agent(benches) -> None:
     agent = benches.add_parser(
         "agent", help="the agent's CPU, jitter and bytes per channel-sample on this host",
         description="Sample this host for real at --interval for --duration seconds, publishing to the broker, "
@@ -27,6 +34,9 @@ def register(commands) -> None:
     agent.add_argument("--bootstrap", type=bootstrap_servers, default="127.0.0.1:9092", metavar="HOST:PORT",
                        help="Kafka broker to publish to (default: 127.0.0.1:9092; infra/kafka/start.sh)")
     agent.set_defaults(handler=handle_agent)
+
+
+def _register_engine(benches) -> None:
     engine = benches.add_parser(
         "engine", help="µs per host-window for each engine stage, and memory per tracked host",
         description="Warm --hosts pipelines on synthetic hosts of --channels channels (3 s windows at 10 Hz), then "
@@ -38,6 +48,9 @@ def register(commands) -> None:
     engine.add_argument("--channels", type=positive_count, default=700, metavar="C",
                         help="channels per host (default: 700)")
     engine.set_defaults(handler=handle_engine)
+
+
+def _register_pipeline(benches) -> None:
     pipeline = benches.add_parser(
         "pipeline",
         help="sustained channel-samples/s, alert latency, keeping up and memory per host through Kafka and workers",
@@ -71,6 +84,9 @@ def register(commands) -> None:
                           help="sample the first worker with py-spy over the steady part, write its collapsed stacks "
                                "to FILE and print where its time goes (needs py-spy and ptrace rights; default: no profile)")
     pipeline.set_defaults(handler=handle_pipeline)
+
+
+def _register_host_faults(benches) -> None:
     faults = benches.add_parser(
         "host-faults", help="reveal run on this host against a CPU burner, a dd write burst and a 2 GiB allocation, "
                             "then a long clean stretch",
@@ -142,7 +158,8 @@ def handle_engine(args) -> int:
 
 def handle_pipeline(args) -> int:
     from reveal.cli import CommandError
-    from reveal.bench.pipeline import GOALS as PIPELINE_GOALS, PipelineBenchSettings, bench_pipeline
+    from reveal.bench.pipeline import bench_pipeline
+    from reveal.bench.pipeline_figures import GOALS as PIPELINE_GOALS, PipelineBenchSettings
 
     if args.hosts < 1 or args.channels < 3 or not 1 <= args.workers <= 6:
         raise CommandError(f"--hosts {args.hosts}, --channels {args.channels}, --workers {args.workers}: expected "

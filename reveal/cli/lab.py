@@ -14,6 +14,7 @@ from pathlib import Path
 from reveal.cli.options import bootstrap_servers, fraction, positive_count, writable_folder
 from reveal.lab.scenario import SUITES_DIR, Scenario, load_scenario, suite_scenarios
 
+
 def register(commands) -> None:
     parser = commands.add_parser(
         "lab", help="fault-injection experiments: emulated hosts, injected faults, scores",
@@ -22,6 +23,16 @@ def register(commands) -> None:
                     "engine over it and score what it found against the ground truth. Needs root, iproute2 and "
                     "nftables.")
     labs = parser.add_subparsers(dest="lab", required=True, metavar="ACTION")
+    _register_run(labs)
+    _register_rescore(labs)
+    _register_score(labs)
+    _register_ingest(labs)
+    labs.add_parser("list", help="the built-in suites and their scenarios").set_defaults(handler=handle_list)
+    labs.add_parser("clean", help="remove hosts, rules and cgroups an interrupted run left behind").set_defaults(
+        handler=handle_clean)
+
+
+def _register_run(labs) -> None:
     run = labs.add_parser("run", help="run a suite or scenario files, then score them",
                           description="Run each scenario (its hosts, workloads and faults, each fault measured "
                                       "while in force), replay its telemetry through the engine with calibrated and "
@@ -48,6 +59,9 @@ def register(commands) -> None:
                      help="exit 1 when, for a run through Kafka, the replay of its recordings does not tell of exactly "
                           "the incidents the worker stored")
     run.set_defaults(handler=handle_run)
+
+
+def _register_rescore(labs) -> None:
     rescore = labs.add_parser(
         "rescore", help="replay recorded runs through the engine as it is now and score them",
         description="Replay each run's recordings (RUN/telemetry) through the current engine, with the live host and "
@@ -61,12 +75,18 @@ def register(commands) -> None:
     rescore.add_argument("--out", type=writable_folder, default=None, metavar="DIR",
                          help="where the set's scores.json goes (default: the runs' common folder)")
     rescore.set_defaults(handler=handle_rescore)
+
+
+def _register_score(labs) -> None:
     score = labs.add_parser("score", help="print the stored scores of runs and of all of them together",
                             description="Print the scores each run directory holds (RUN/scores.json) and those of "
                                         "all of them together (counts summed over runs), scoring any run not scored "
                                         "yet. A RUN may also be a folder of runs.")
     score.add_argument("runs", nargs="+", metavar="RUN", help="a run directory, or a folder of them")
     score.set_defaults(handler=handle_score)
+
+
+def _register_ingest(labs) -> None:
     ingest = labs.add_parser("ingest", help="the first scoring of one run directory (lab run does it)",
                              description="Replay RUN/telemetry through the engine; for a run through Kafka compare "
                                          "the replay with the worker's stored outputs, for an embedded run store "
@@ -74,9 +94,6 @@ def register(commands) -> None:
                                          "and write RUN/scores.json.")
     ingest.add_argument("run", metavar="RUN", help="a run directory")
     ingest.set_defaults(handler=handle_ingest)
-    labs.add_parser("list", help="the built-in suites and their scenarios").set_defaults(handler=handle_list)
-    labs.add_parser("clean", help="remove hosts, rules and cgroups an interrupted run left behind").set_defaults(
-        handler=handle_clean)
 
 
 def handle_run(args) -> int:

@@ -14,7 +14,6 @@ from producers.source_table import SOURCE_GROUPS, validate_groups
 from schemas.kafka_security import PROTOCOLS, SASL_MECHANISMS, KafkaSecurity
 
 DEFAULT_DATA_DIR = "./reveal-data"
-DEFAULT_LISTEN = ("127.0.0.1", 9931)
 MIN_WARMUP_WINDOWS = 10
 DEFAULT_FRAME_RETENTION_S = 86400.0
 DEFAULT_WINDOW_RETENTION_S = 90 * 86400.0
@@ -114,11 +113,6 @@ def output_file(*suffixes: str):
         return text
     output.__name__ = "output_file"
     return output
-
-
-def windows_output(text: str) -> str:
-    """'-' (standard output), or a .csv or .jsonl file in a folder that exists."""
-    return text if text == "-" else output_file(".csv", ".jsonl")(text)
 
 
 def writable_folder(text: str) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from producers.agent import Agent
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.landing import ClickHouseLanding
-from reveal.cli.options import (DEFAULT_DATA_DIR, DEFAULT_LISTEN, StopFlag, add_agent_options,
+from reveal.cli.options import (DEFAULT_DATA_DIR, StopFlag, add_agent_options,
                                      add_engine_options, add_retention_options, agent_settings, apply_retention,
                                      engine_settings, listen_address, positive_seconds,
                                      writable_folder)
@@ -20,6 +20,8 @@ from reveal.live.server import LiveServer
 from stream_jobs.live_state import LiveState
 
 log = logging.getLogger(__name__)
+
+DEFAULT_LISTEN = ("127.0.0.1", 9931)  # the live page and its queries
 
 
 def register(commands) -> None:

@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 from sinks import retrospectives
-from sinks.clickhouse import (CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS, ClickHouseReader, StorageError,
-                              data_dir_dsn)
+from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn
+from sinks.tables import CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS
 from reveal.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn
 from reveal.live.client import RunQueries, running_service
 from stream_jobs.offline.output import finite_or_none

@@ -18,10 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from schemas.records import Alert, Anomaly, Frame
+from schemas.records import Frame
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.landing import queue_output
-from sinks.rows import catalog_row, frame_row
+from sinks.rows import alert_from_columns, anomaly_from_columns, catalog_row, frame_row
+from sinks.tables import ALERTS, ANOMALIES, LAB_FAULTS, RETRANSMISSIONS, WINDOWS
 from stream_jobs.engine.ensemble import MODES as THRESHOLD_MODES
 from stream_jobs.engine.host_pipeline import EngineSettings
 from reveal.lab.effects import fault_rates
@@ -32,6 +33,9 @@ from reveal.lab.truth import FaultLabel, ReportedWindow, RetransmissionVerdict, 
 
 LIVE_MODE = "calibrated"
 WINDOW_S, STRIDE_S = 3.0, 1.0
+# What scoring reads of a stored anomaly: everything but its explanation, hint and evidence.
+ANOMALY_SUMMARY = ("host", "cluster", "window_id", "start", "end", "detectors", "score", "threshold", "subsystem",
+                   "claim")
 
 
 @dataclass(frozen=True)
@@ -182,20 +186,17 @@ def stored_outputs(writer: ClickHouseWriter, cluster: str) -> RunOutputs:
     """What the live pipeline stored for one cluster: its alerts, anomalies, judged windows and retransmission
     verdicts, as scoring reads them."""
     where = {"cluster": cluster}
-    _, alert_rows = writer.query(
-        "SELECT alert_id, host, cluster, state, toUnixTimestamp64Nano(start), toUnixTimestamp64Nano(end), severity, "
-        "subsystem, summary, hint, kind FROM alerts FINAL WHERE cluster = {cluster:String}", where)
-    _, anomaly_rows = writer.query(
-        "SELECT host, cluster, window_id, toUnixTimestamp64Nano(start), toUnixTimestamp64Nano(end), detectors, score, "
-        "threshold, subsystem, claim FROM anomalies FINAL WHERE cluster = {cluster:String}", where)
-    _, window_rows = writer.query(
-        "SELECT host, toUnixTimestamp64Nano(start), toUnixTimestamp64Nano(end), anomalous FROM windows FINAL "
-        "WHERE cluster = {cluster:String} AND baseline_ready", where)
+    _, alert_rows = writer.query(f"SELECT {ALERTS.select()} FROM alerts FINAL WHERE cluster = {{cluster:String}}",
+                                 where)
+    _, anomaly_rows = writer.query(f"SELECT {ANOMALIES.select(ANOMALY_SUMMARY)} FROM anomalies FINAL "
+                                   "WHERE cluster = {cluster:String}", where)
+    _, window_rows = writer.query(f"SELECT {WINDOWS.select(('host', 'start', 'end', 'anomalous'))} FROM windows "
+                                  "FINAL WHERE cluster = {cluster:String} AND baseline_ready", where)
     _, retransmission_rows = writer.query(
-        "SELECT host, toUnixTimestamp64Nano(start), toUnixTimestamp64Nano(end), category FROM retransmissions FINAL "
+        f"SELECT {RETRANSMISSIONS.select(('host', 'start', 'end', 'category'))} FROM retransmissions FINAL "
         "WHERE cluster = {cluster:String}", where)
-    alerts = [Alert(*row) for row in alert_rows]
-    anomalies = [Anomaly(*row[:5], tuple(row[5]), *row[6:], evidence=()) for row in anomaly_rows]
+    alerts = [alert_from_columns(dict(zip(ALERTS.columns, row))) for row in alert_rows]
+    anomalies = [anomaly_from_columns(dict(zip(ANOMALY_SUMMARY, row))) for row in anomaly_rows]
     return RunOutputs(incidents(alerts, anomalies),
                       [ReportedWindow(host, start, end, bool(flagged)) for host, start, end, flagged in window_rows],
                       [RetransmissionVerdict(*row) for row in retransmission_rows])
@@ -229,8 +230,10 @@ def _store_live(writer: ClickHouseWriter, run: RecordedRun, live: ReplayResult) 
 
 def _store_lab(writer: ClickHouseWriter, run: RecordedRun, summaries: dict) -> None:
     meta = run.meta
-    writer.add("lab_faults", [[meta["run_id"], meta["scenario"], label.fault, label.host, label.start_ns,
-                               label.end_ns, label.subsystem, label.magnitude, label.description, label.took_effect,
-                               json.dumps(label.effect)] for label in run.truth])
+    writer.add("lab_faults", [LAB_FAULTS.row(run_id=meta["run_id"], scenario=meta["scenario"], fault=label.fault,
+                                             host=label.host, start=label.start_ns, end=label.end_ns,
+                                             subsystem=label.subsystem, magnitude=label.magnitude,
+                                             description=label.description, took_effect=label.took_effect,
+                                             effect=json.dumps(label.effect)) for label in run.truth])
     writer.add("lab_scores", score_rows(meta["run_id"], meta["scenario"], summaries))
     writer.flush()

@@ -28,6 +28,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from reveal.lab.truth import FaultLabel, ReportedIncident, RetransmissionVerdict, RunOutputs
+from sinks.tables import LAB_SCORES
 
 NS_PER_S = 1_000_000_000
 SECONDS_PER_HOUR = 3600.0
@@ -366,8 +367,8 @@ def _format_figure(name: str, value: float) -> str:
 
 
 def score_rows(run_id: str, scenario: str, summaries_by_mode: Mapping[str, Mapping]) -> list[list]:
-    """Rows for the lab_scores table, in its column order (run_id, scenario, thresholds, metric, value)."""
-    return [[run_id, scenario, mode, name, float(value)]
+    """Rows for the lab_scores table: each threshold mode's figures, one row per figure."""
+    return [LAB_SCORES.row(run_id=run_id, scenario=scenario, thresholds=mode, metric=name, value=float(value))
             for mode, summary in summaries_by_mode.items() for name, value in _flat_figures(summary).items()]
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from schemas.records import Alert
 from reveal.report.series import counter_rates, is_cumulative
+from sinks.rows import alert_from_columns
+from sinks.tables import ALERTS
 
 IN_SCOPE = ("(empty({hosts:Array(String)}) OR has({hosts:Array(String)}, host)) "
             "AND toUnixTimestamp64Nano({time:Identifier}) >= {since:Int64}")
@@ -67,8 +69,7 @@ WHERE host = {host:String} AND catalog_version = {version:UInt32} AND toUnixTime
 GROUP BY intDiv(toUnixTimestamp64Nano(ts) - {origin:Int64}, {bucket:Int64}) AS slot
 ORDER BY slot"""
 INCIDENTS_SQL = f"""
-SELECT alert_id, host, cluster, state, toUnixTimestamp64Nano(start), toUnixTimestamp64Nano(end), severity, subsystem,
-       summary, hint, kind
+SELECT {ALERTS.select()}
 FROM {{db:Identifier}}.alerts WHERE {IN_SCOPE}
 ORDER BY alert_id, indexOf(['open', 'update', 'closed'], state) DESC, end DESC LIMIT 1 BY alert_id"""
 FAULTS_SQL = f"""
@@ -259,8 +260,7 @@ class ReportStore:
     def incidents(self) -> list[Alert]:
         """The latest state of every alert in scope, earliest first."""
         rows = self._rows(INCIDENTS_SQL, time="end")
-        return sorted((Alert(alert_id, host, cluster, state, int(start), int(end), float(severity), *rest)
-                       for alert_id, host, cluster, state, start, end, severity, *rest in rows),
+        return sorted((_incident(dict(zip(ALERTS.columns, row))) for row in rows),
                       key=lambda incident: (incident.start_ns, incident.host))
 
     def faults(self) -> list[Fault]:
@@ -276,3 +276,9 @@ class ReportStore:
 def _columns(points: list[tuple], types: tuple) -> list[tuple]:
     """Rows of points → one typed tuple per column."""
     return [tuple(kind(value) for value in column) for column, kind in zip(zip(*points), types)]
+
+
+def _incident(values: dict) -> Alert:
+    """A stored alert read back, its times and severity as numbers whichever client read them."""
+    return alert_from_columns({**values, "start": int(values["start"]), "end": int(values["end"]),
+                               "severity": float(values["severity"])})

@@ -59,7 +59,7 @@ def test_a_reader_that_stops_early_ends_the_output_quietly(data_dir):
 def test_the_tables_are_described_once_for_the_help_the_readme_and_the_database():
     from pathlib import Path
 
-    from sinks.clickhouse import COLUMNS, TABLE_DESCRIPTIONS, TABLES_SQL
+    from sinks.tables import COLUMNS, TABLE_DESCRIPTIONS, TABLES_SQL
 
     created = set(re.findall(r"CREATE TABLE IF NOT EXISTS \{db\}\.(\w+)", TABLES_SQL.read_text()))
     assert created == set(TABLE_DESCRIPTIONS) == set(COLUMNS)

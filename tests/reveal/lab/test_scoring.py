@@ -9,7 +9,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from sinks.clickhouse import LAB_SCORE_COLUMNS
+from sinks.tables import LAB_SCORES
 from reveal.lab.scoring import (JudgedTime, RunScore, combine, loss_dropped_within, rule_of_three,
                                      run_score_from_record, run_score_record, score_modes, score_rows, score_run,
                                      score_table)
@@ -279,7 +279,7 @@ def test_score_table_lays_modes_side_by_side_with_sources():
 
 def test_score_rows_match_the_lab_scores_columns():
     rows = score_rows("run-7", "loss", {"calibrated": {"strict_recall": 0.5, "by_source": {"peer": {"precision": 0.25}}}})
-    assert [dict(zip(LAB_SCORE_COLUMNS, row)) for row in rows] == [
+    assert [dict(zip(LAB_SCORES.columns, row)) for row in rows] == [
         {"run_id": "run-7", "scenario": "loss", "thresholds": "calibrated", "metric": "strict_recall", "value": 0.5},
         {"run_id": "run-7", "scenario": "loss", "thresholds": "calibrated", "metric": "peer.precision", "value": 0.25}]
 

@@ -12,7 +12,7 @@ import pytest
 
 from reveal.live.client import running_service
 from reveal.live.server import decode_value, encode_value
-from tests.stream_jobs.test_report import chromium, png_facts
+from tests.reveal.report.test_report_command import chromium, png_facts
 
 HOSTILE = '<img src=x onerror="document.title=1">'
 

@@ -26,7 +26,7 @@ from reveal.report.data import ReportStore, Scope
 from reveal.report.page import render_report
 from reveal.report.series import MAX_POINTS
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 T0 = 1_700_000_000_000_000_000
 FRAMES_PER_HOST = 1200
 HOSTILE_HOST = '<script>alert("host")</script>'
@@ -196,7 +196,7 @@ def reveal(*args: str) -> subprocess.CompletedProcess:
 
 def test_command_writes_the_report(tmp_path):
     data_dir = tmp_path / "data"
-    made = subprocess.run([sys.executable, "-c", "import sys; from tests.stream_jobs.test_report import write_run; "
+    made = subprocess.run([sys.executable, "-c", "import sys; from tests.reveal.report.test_report_command import write_run; "
                                                  "write_run(sys.argv[1])", data_dir_dsn(data_dir)],
                           capture_output=True, text=True, timeout=180, cwd=REPO)
     assert made.returncode == 0, made.stderr[-2000:]

@@ -1,20 +1,17 @@
 """The pipeline benchmark's arithmetic: latencies, lag trend, steady rates, CPU and memory per host."""
 
+import doctest
 import math
-import subprocess
-import sys
 
 import pytest
 
+from reveal.bench import pipeline_figures
 from reveal.bench.paced_replay import ReplayReport
-from schemas.records import Alert, Anomaly, encode_alert, encode_anomaly
-from reveal.cli.bench import _figure_line
-from reveal.bench.pipeline import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, caught_up_at,
-                                        committed_rate,
-                                        cpu_percent, falls_behind, lag_slope, latencies_s, memory_per_host,
-                                        percentiles, rss_floor_growth_percent, steady_rate,
-                                        storage_delays)
-from reveal.bench.pipeline_probes import Finding, ProcessSample, finding_of
+from reveal.bench.pipeline_figures import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, caught_up_at,
+                                           committed_rate, cpu_percent, falls_behind, lag_slope, latencies_s,
+                                           memory_per_host, percentiles, rss_floor_growth_percent, steady_rate,
+                                           storage_delays)
+from reveal.bench.pipeline_probes import ProcessSample
 
 
 def test_percentiles_of_nothing_are_nan_and_of_values_interpolate():
@@ -112,32 +109,5 @@ def test_the_step_change_comes_after_the_baseline_is_learnt_even_in_short_runs()
     assert fleet.step_at_s == pytest.approx(42.0) and fleet.stepped_hosts == 15 and fleet.ticks == 600
 
 
-def test_figure_lines_say_ok_or_missed_in_the_goal_direction():
-    assert _figure_line("channel_samples_per_s", 2e6, (">=", 1e6)).endswith("ok")
-    assert _figure_line("channel_samples_per_s", 5e5, (">=", 1e6)).endswith("MISSED")
-    assert _figure_line("memory_mb_per_host", 3.0, ("<=", 2.0)).endswith("MISSED")
-    assert _figure_line("memory_mb_per_host", float("nan"), ("<=", 2.0)).endswith("MISSED")
-    assert "ok" not in _figure_line("lag_end_records", 3.0, None)
-
-
-def test_more_workers_than_sample_partitions_is_a_clear_error():
-    result = subprocess.run([sys.executable, "-m", "reveal.cli", "bench", "pipeline", "--workers", "9"],
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "--workers 9" in result.stderr and "1 to 6 workers" in result.stderr
-
-
-def anomaly(detectors: tuple[str, ...]) -> Anomaly:
-    return Anomaly("h1", "bench", 7, 4_000_000_000, 7_000_000_000, detectors, 9.0, 1.0, "cpu", "claim", ())
-
-
-def alert(state: str, kind: str = "anomaly") -> Alert:
-    return Alert("a1", "h1", "bench", state, 5_000_000_000, 7_000_000_000, 3.0, "cpu", "summary", kind=kind)
-
-
-def test_findings_tell_host_detectors_from_the_cluster_stage_and_keep_only_openings():
-    assert finding_of("anomaly", encode_anomaly(anomaly(("zscore",))), 9) == Finding("anomaly", "h1", 7_000_000_000, 9)
-    assert finding_of("anomaly", encode_anomaly(anomaly(("peer",))), 9).kind == "peer-anomaly"
-    assert finding_of("alert", encode_alert(alert("open")), 9) == Finding("alert", "h1", 7_000_000_000, 9)
-    assert finding_of("alert", encode_alert(alert("open", kind="retransmissions")), 9).kind == "peer-alert"
-    assert finding_of("alert", encode_alert(alert("update")), 9) is None
-    assert finding_of("anomaly", b"\x00not a record", 9) is None
+def test_the_docstring_examples_hold():
+    assert doctest.testmod(pipeline_figures).failed == 0
