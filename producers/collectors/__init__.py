@@ -1,1 +1,8 @@
 """One collector per telemetry source; each reads an injected root and returns channel → value for one instant."""
+
+__all__ = [
+    "base", "cgroup_files", "cgroups", "cpufreq", "cpuidle", "diskstats", "health", "infiniband", "interrupts",
+    "meminfo", "msr", "netdev", "numa", "nvml", "nvml_queries", "nvml_source", "perf", "perf_events",
+    "perf_syscall", "pressure", "procstat", "rapl", "snmp", "sockstat", "softnet", "sysfs_names", "thermal",
+    "vmstat"
+]

@@ -14,6 +14,12 @@ from reveal.lab.hosts import LabError
 from reveal.cli import (agent, alerts, bench, channels, collect, compare_windows, detect, lab, report, run, sql,
                         worker)
 
+__all__ = [
+    "RevealParser", "build_parser", "configurable_commands", "installed_version", "main", "CommandError", "agent",
+    "alerts", "bench", "channels", "collect", "compare_windows", "config", "detect", "lab", "options", "report",
+    "run", "sql", "worker"
+]
+
 COMMANDS = (run, agent, worker, collect, detect, compare_windows, sql, alerts, channels, report, bench, lab)
 LONG_RUNNING = frozenset({"run", "agent", "worker", "collect"})  # these print their settings once on start
 

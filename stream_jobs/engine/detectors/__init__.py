@@ -10,6 +10,10 @@ from stream_jobs.engine.detectors.isolation_forest import IsolationForestDetecto
 from stream_jobs.engine.detectors.mahalanobis import MahalanobisPCADetector
 from stream_jobs.engine.detectors.zscore import ZScoreDetector
 
+__all__ = [
+    "Detector", "restore_detector", "standard_detectors", "isolation_forest", "mahalanobis", "state", "zscore"
+]
+
 
 @runtime_checkable
 class Detector(Protocol):
@@ -44,4 +48,3 @@ def restore_detector(state: dict) -> Detector:
 def standard_detectors(seed: int = 0) -> list[Detector]:
     """The paper's trio (§4.3): z-score, Mahalanobis over principal components, Isolation Forest."""
     return [ZScoreDetector(), MahalanobisPCADetector(seed=seed), IsolationForestDetector(seed=seed)]
-
