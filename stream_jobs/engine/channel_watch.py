@@ -9,8 +9,10 @@ spread. A window departs on a channel when its mean leaves the band by at least 
 share of the channel's level, for counters that never moved at a minimum number of events per window, and for memory
 levels, in bytes or pages, at `byte_floor`, so that a process starting or a little cache is not an event, for busy
 counters of time (CPU, stall or idle time, whose rate is in cores) at `core_floor` cores, so that a few more of a
-kernel's 10 ms ticks in a window are not one, and for gauges that count things (only whole numbers in the baseline: sockets, tasks) at `count_floor` things), so noise in a
-near-constant channel is not an event; a channel's spread within a window and its residual from a correlated channel
+kernel's 10 ms ticks in a window are not one, for gauges that count things (only whole numbers in the baseline:
+sockets, tasks) at `count_floor` things, and for shares in percent (of time stalled, of a GPU busy) at
+`percent_floor` points, so that a tenth of a percent more I/O stall is not one), so noise in a near-constant
+channel is not an event; a channel's spread within a window and its residual from a correlated channel
 are floored at `spread_relative_floor` of its level, so a large gauge that stops wobbling, or drifts by a few
 kilobytes from its fit, is not one either. Secondary columns (a channel's within-window spread, a residual from a
 correlated channel) are noisier and must leave their band by `secondary_departure` widths; spreads count only when
@@ -65,6 +67,7 @@ class WatchSettings:
     byte_floor: float = 16 * 2**20
     core_floor: float = 0.05
     count_floor: float = 2.0
+    percent_floor: float = 1.0
     departure: float = 1.0
     secondary_departure: float = 1.5
     persist_windows: int = 4
@@ -92,9 +95,10 @@ class WatchSettings:
             raise ValueError(f"sustained_windows {self.sustained_windows} must lie between persist_windows "
                              f"{self.persist_windows} and adopt_after {self.adopt_after}")
         if not (self.departure > 0 and self.relative_floor >= 0 and self.residual_floor >= 0 and self.min_events >= 0
-                and self.byte_floor >= 0 and self.count_floor >= 0 and self.core_floor >= 0):
+                and self.byte_floor >= 0 and self.count_floor >= 0 and self.core_floor >= 0
+                and self.percent_floor >= 0):
             raise ValueError("departure must be > 0; relative_floor, residual_floor, min_events, byte_floor, "
-                             "count_floor and core_floor ≥ 0")
+                             "count_floor, core_floor and percent_floor ≥ 0")
 
 
 @dataclass(frozen=True, eq=False)

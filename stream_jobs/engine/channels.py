@@ -10,6 +10,8 @@ import numpy as np
 CUMULATIVE_KINDS = ("counter", "event")
 # The page size Linux reports memory counts in (/proc/vmstat, per-node page counts) on the platforms Reveal runs on.
 PAGE_BYTES = 4096.0
+# Units of a share in percent.
+PERCENT_UNITS = ("%", "percent", "pct")
 # Units of time a counter of CPU, stall or idle time may be kept in, in seconds.
 SECONDS_PER_TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0, "seconds": 1.0}
 
@@ -52,6 +54,13 @@ class ChannelTable:
             return np.zeros(len(self.names))
         units, gauges = np.asarray(self.units), np.asarray(self.kinds) == "gauge"
         return np.where(gauges & (units == "bytes"), 1.0, np.where(gauges & (units == "pages"), PAGE_BYTES, 0.0))
+
+    @cached_property
+    def percent(self) -> np.ndarray:
+        """True for gauges that are a share in percent (of time stalled, of a device busy)."""
+        if not self.units:
+            return np.zeros(len(self.names), dtype=bool)
+        return (np.asarray(self.kinds) == "gauge") & np.isin(np.asarray(self.units), PERCENT_UNITS)
 
     @cached_property
     def seconds_per_unit(self) -> np.ndarray:

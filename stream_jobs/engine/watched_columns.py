@@ -21,8 +21,8 @@ class WatchedColumns:
     def _event_floors(self) -> np.ndarray:
         """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
         watch's byte floor, counters of time busy in the baseline: its core floor (one that never moved, such as CFS
-        throttling, stays an event count), gauges that count things: its count floor); the agent's own metrics get an
-        infinite one, so they are never judged."""
+        throttling, stays an event count), gauges that count things: its count floor, shares in percent: its percent
+        floor); the agent's own metrics get an infinite one, so they are never judged."""
         floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
         bytes_per_unit = np.concatenate([self.channels.bytes_per_unit, np.zeros(len(self.specs))])
         with np.errstate(divide="ignore"):
@@ -35,6 +35,8 @@ class WatchedColumns:
         floors = np.where(busy_time, np.fmax(floors, core_floor), floors)
         counts = self.counted & (bytes_per_unit == 0)
         floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
+        percent = np.concatenate([self.channels.percent, np.zeros(len(self.specs), dtype=bool)])
+        floors = np.where(percent, np.fmax(floors, self.settings.watch.percent_floor), floors)
         floors = np.fmax(floors, self.ratio_floors)
         own = np.array([name.startswith(AGENT_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)

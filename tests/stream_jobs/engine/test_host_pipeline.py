@@ -125,10 +125,10 @@ def test_a_few_mebibytes_more_resident_memory_is_not_an_event_but_a_real_allocat
     assert flagged and flagged[0].evidence[0].channel == "mem.resident"
 
 
-def _judge_steps(names, kinds, values_at, seconds=300.0, change_at=200.0):
+def _judge_steps(names, kinds, values_at, seconds=300.0, change_at=200.0, units=()):
     """Verdicts after `change_at` for channels whose per-sample values `values_at(t, rng)` returns (a row each)."""
     rng = np.random.default_rng(11)
-    table = ChannelTable(names, kinds, ("network",) * len(names))
+    table = ChannelTable(names, kinds, ("network",) * len(names), units)
     pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
     verdicts = []
     for s in np.arange(0.0, seconds, 0.1):
@@ -145,6 +145,17 @@ def test_a_large_gauge_without_a_unit_that_stops_wobbling_by_kilobytes_is_not_an
     shaking = [v for v in _judge_steps(("mem.committed", "cpu.busy"), ("gauge", "gauge"), committed(1e8))
                if v.anomalous]
     assert shaking and shaking[0].evidence[0].channel == "mem.committed"
+
+
+def test_a_tenth_of_a_percent_more_io_stall_is_not_an_event_but_ten_percent_is():
+    def stalled(share_after):
+        return lambda t, rng: [(0.1 * (rng.random() < 0.05)) + (share_after if t >= 200 else 0.0),
+                               50 + rng.normal(0, 2)]
+    names, kinds, units = ("psi.io_some_avg10", "cpu.busy"), ("gauge", "gauge"), ("percent", "")
+    assert not any(v.anomalous for v in _judge_steps(names, kinds, stalled(0.4), units=units))
+    assert any(v.anomalous for v in _judge_steps(names, kinds, stalled(0.4))), "without a unit no floor applies"
+    flagged = [v for v in _judge_steps(names, kinds, stalled(10.0), units=units) if v.anomalous]
+    assert flagged and flagged[0].evidence[0].channel == "psi.io_some_avg10"
 
 
 def test_a_count_of_sockets_moving_by_one_is_not_an_event_but_twenty_more_are():
