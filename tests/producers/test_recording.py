@@ -1,3 +1,6 @@
+"""Recordings: catalogs and frames written to a file come back in recorded order, and `reveal collect` records this
+host."""
+
 import subprocess
 import sys
 

@@ -1,3 +1,6 @@
+"""CollectorRegistry: the catalog in collector order, a new version on change, duplicate channels refused, and
+unavailable, slow and failing sources."""
+
 import math
 
 import pytest

@@ -1,3 +1,6 @@
+"""The drift-free sampler: ticks on a fixed grid, costs that do not shift it, and overrunning ticks skipped and
+counted."""
+
 from producers.sampler import next_tick, run_schedule
 
 

@@ -1,3 +1,6 @@
+"""DiskSpool: records in order across segments and runs, the size bound dropping the oldest segment, damage read up
+to, and any interleaving of appends and replays kept in order."""
+
 from hypothesis import given, settings, strategies as st
 
 from producers.spool import DiskSpool, SpooledRecord

@@ -16,7 +16,7 @@ from producers.collectors.perf_events import (
     GENERIC_EVENTS, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, SOFTWARE_EVENTS, VENDOR_EVENTS, PerfEvent,
 )
 from tests.conftest import FIXTURES
-from tests.producers.test_perf_syscall import refused_by_policy
+from tests.producers.collectors.test_perf_syscall import refused_by_policy
 
 PERF = FIXTURES / "perf"
 SYSFS = PERF / "sys"  # two online CPUs: "0-1"

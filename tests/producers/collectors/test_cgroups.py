@@ -16,37 +16,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from producers.collectors.cgroups import CHANNELS, CgroupCollector
-from tests.conftest import FIXTURES
-
-V2 = FIXTURES / "cgroup-v2"
-V1 = FIXTURES / "cgroup-v1"
-POSTGRES = "docker-e94cbe407f7f6a9581e4c2eaa360b2e2c4bb658a97ecf9b6e15f8052ac1f9d73.scope"
-REDIS = "docker-ebf47374915f9435c087c68acf4d66215b775504928562a9d0e0a71564364e8c.scope"
-NGINX = "docker-63159f9c66844d20c2ef7e6eb54f189fb4b49d1e76b13a4eca6fb19f2173e7e6.scope"
-V1_APP = "21c5e4013ea3b37fce494ed2d0362262705fb80fca030b2de654587e6b4a70a1"
-V1_WORKER = "d71fc295ee5416a54d799fedce56a217edbfea6556e7976c2934277a0d41d51c"
-V1_METRICS = {"cgroup.cpu_usage_usec", "cgroup.cpu_user_usec", "cgroup.cpu_system_usec", "cgroup.memory_current",
-              "cgroup.memory_max", "cgroup.memory_anon", "cgroup.memory_file", "cgroup.memory_shmem",
-              "cgroup.memory_file_dirty", "cgroup.memory_file_writeback", "cgroup.memory_pgfault",
-              "cgroup.memory_pgmajfault", "cgroup.memory_events_oom_kill", "cgroup.io_rbytes", "cgroup.io_wbytes",
-              "cgroup.io_rios", "cgroup.io_wios", "cgroup.cpu_nr_throttled", "cgroup.cpu_throttled_usec"}
-
-
-def v2_collector(root: Path = V2, **options) -> CgroupCollector:
-    return CgroupCollector(root=root, parent="system.slice", **options)
-
-
-def v1_collector(root: Path = V1, **options) -> CgroupCollector:
-    return CgroupCollector(root=root, parent="docker", **options)
-
-
-def metric_of(collector: CgroupCollector, name: str) -> str:
-    """The channel name without its device: what v1 and v2 hosts share."""
-    return name[:-len(collector.describe(name).device) - 1]
-
-
-def devices_of(collector: CgroupCollector, names) -> set[str]:
-    return {collector.describe(name).device for name in names}
+from tests.producers.collectors.cgroup_hosts import (NGINX, POSTGRES, REDIS, V1, V1_WORKER, V2, devices_of,
+                                                     metric_of, v1_collector, v2_collector)
 
 
 def same_value(a: float, b: float) -> bool:
@@ -56,12 +27,6 @@ def same_value(a: float, b: float) -> bool:
 @pytest.fixture
 def v2_root(tmp_path) -> Path:
     shutil.copytree(V2, tmp_path / "cgroup")
-    return tmp_path / "cgroup"
-
-
-@pytest.fixture
-def v1_root(tmp_path) -> Path:
-    shutil.copytree(V1, tmp_path / "cgroup")
     return tmp_path / "cgroup"
 
 
@@ -115,74 +80,6 @@ def test_catalog_entries_name_the_group_as_device(metric, subsystem, kind, unit)
     channel = collector.describe(f"{metric}.{REDIS}")
     assert (channel.name, channel.device) == (f"{metric}.{REDIS}", REDIS)
     assert (channel.subsystem, channel.kind, channel.unit) == (subsystem, kind, unit)
-
-
-def test_v1_and_v2_hosts_share_channel_names_and_catalog_entries():
-    v1, v2 = v1_collector(), v2_collector()
-    v1_values, v2_values = v1.collect(), v2.collect()
-    assert devices_of(v1, v1_values) == {V1_APP, V1_WORKER}
-    assert {metric_of(v1, name) for name in v1_values} == V1_METRICS
-    assert V1_METRICS <= {metric_of(v2, name) for name in v2_values}
-    for metric in V1_METRICS:
-        old, new = v1.describe(f"{metric}.{V1_APP}"), v2.describe(f"{metric}.{NGINX}")
-        assert (old.subsystem, old.kind, old.unit) == (new.subsystem, new.kind, new.unit)
-
-
-def test_v1_converts_nanoseconds_and_user_hz_ticks_to_microseconds():
-    values = v1_collector().collect()
-    usec_per_tick = 1e6 / os.sysconf("SC_CLK_TCK")
-    assert values[f"cgroup.cpu_usage_usec.{V1_APP}"] == pytest.approx(4873212934 / 1000)
-    assert values[f"cgroup.cpu_user_usec.{V1_APP}"] == pytest.approx(342 * usec_per_tick)
-    assert values[f"cgroup.cpu_system_usec.{V1_WORKER}"] == pytest.approx(2104 * usec_per_tick)
-
-
-def test_v1_reads_cfs_throttling_from_the_cpu_controller_in_microseconds():
-    values = v1_collector().collect()
-    assert values[f"cgroup.cpu_nr_throttled.{V1_APP}"] == 20
-    assert values[f"cgroup.cpu_throttled_usec.{V1_APP}"] == pytest.approx(1592825214 / 1000)
-    assert values[f"cgroup.cpu_nr_throttled.{V1_WORKER}"] == 0
-
-
-def test_v1_memory_names_map_onto_v2_names():
-    values = v1_collector().collect()
-    assert values[f"cgroup.memory_current.{V1_APP}"] == 15601664.0
-    assert values[f"cgroup.memory_anon.{V1_WORKER}"] == 211681280.0  # rss
-    assert values[f"cgroup.memory_file.{V1_WORKER}"] == 97280000.0  # cache
-    assert values[f"cgroup.memory_file_dirty.{V1_WORKER}"] == 2863104.0  # dirty
-    assert values[f"cgroup.memory_pgmajfault.{V1_WORKER}"] == 1123.0
-
-
-def test_v1_memory_stat_counts_the_groups_subtree(v1_root):
-    (v1_root / "memory" / "docker" / V1_APP / "memory.stat").write_text(
-        "cache 0\nrss 0\npgfault 0\ntotal_cache 448876544\ntotal_rss 487542784\ntotal_pgfault 5919106\n")
-    values = v1_collector(v1_root).collect()
-    assert values[f"cgroup.memory_anon.{V1_APP}"] == 487542784.0
-    assert values[f"cgroup.memory_pgfault.{V1_APP}"] == 5919106.0
-
-
-def test_io_stat_is_summed_over_devices_and_empty_means_zero():
-    values = v2_collector().collect()
-    assert values[f"cgroup.io_rbytes.{POSTGRES}"] == 23449600 + 1048576
-    assert values[f"cgroup.io_wbytes.{POSTGRES}"] == 184320000 + 65536
-    assert values[f"cgroup.io_rios.{POSTGRES}"] == 612 + 31
-    assert values[f"cgroup.io_wios.{POSTGRES}"] == 9873 + 4
-    assert [values[f"cgroup.io_{k}.{NGINX}"] for k in ("rbytes", "wbytes", "rios", "wios")] == [0.0] * 4
-
-
-def test_v1_blkio_sums_reads_and_writes_over_devices_without_totals():
-    values = v1_collector().collect()
-    assert values[f"cgroup.io_rbytes.{V1_WORKER}"] == 47104000 + 4096
-    assert values[f"cgroup.io_wbytes.{V1_WORKER}"] == 905216000 + 1048576
-    assert values[f"cgroup.io_rios.{V1_WORKER}"] == 1702 + 1
-    assert values[f"cgroup.io_wios.{V1_WORKER}"] == 21094 + 256
-
-
-def test_an_unlimited_memory_limit_reads_nan_and_a_limit_reads_bytes():
-    v2, v1 = v2_collector().collect(), v1_collector().collect()
-    assert math.isnan(v2[f"cgroup.memory_max.{POSTGRES}"])  # "max"
-    assert v2[f"cgroup.memory_max.{REDIS}"] == 67108864.0
-    assert math.isnan(v1[f"cgroup.memory_max.{V1_WORKER}"])  # 9223372036854771712
-    assert v1[f"cgroup.memory_max.{V1_APP}"] == 268435456.0
 
 
 @pytest.mark.parametrize("file_name, content", [
@@ -277,20 +174,6 @@ def test_invalid_settings_are_rejected():
         CgroupCollector(root=V2, rediscover_every=0)
     with pytest.raises(ValueError, match="max_groups"):
         CgroupCollector(root=V2, max_groups=0)
-
-
-def test_a_hybrid_host_is_read_through_its_v1_controllers(tmp_path):
-    shutil.copytree(V1, tmp_path / "cgroup")
-    (tmp_path / "cgroup" / "unified").mkdir()
-    (tmp_path / "cgroup" / "unified" / "cgroup.controllers").write_text("\n")
-    collector = v1_collector(tmp_path / "cgroup")
-    assert devices_of(collector, collector.read().names) == {V1_APP, V1_WORKER}
-
-
-def test_a_v2_hierarchy_mounted_at_unified_alone_is_found(tmp_path):
-    shutil.copytree(V2, tmp_path / "cgroup" / "unified")
-    collector = v2_collector(tmp_path / "cgroup")
-    assert devices_of(collector, collector.read().names) == {POSTGRES, REDIS, NGINX}
 
 
 def test_default_root_is_under_sysfs():
