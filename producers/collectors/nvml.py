@@ -1,7 +1,7 @@
 """NVIDIA GPUs through NVML: utilisation, memory, power, clocks, PCIe, throttling, XID events, NVLink, ECC.
 
-The collectors are exercised through an injected NVML module in tests (tests/producers/test_nvml.py) and have not
-been run against a real GPU in this repository's CI.
+The collectors are exercised through an injected NVML module in tests (tests/producers/collectors/test_nvml.py)
+and have not been run against a real GPU in this repository's CI.
 
 Two sources share one device enumeration scheme: `NvmlCollector` reads the cheap, fast-moving values every 0.2 s;
 `NvmlSlowCollector` reads once a second what is slow to ask (PCIe throughput blocks ~20 ms per call) or slow to
