@@ -1,16 +1,24 @@
-"""The writer against real embedded ClickHouse (chDB); one data path per process, one database per test."""
+"""The writer against real ClickHouse: embedded (chDB), one data path per process and one database per test; and the
+http(s):// path against a real server (tables created, an embedded run's output stored, every retrospective
+answered), run where REVEAL_TEST_CLICKHOUSE_URL names one (e.g. http://reveal:pw@host:8123); elsewhere the conftest
+leaves that test out of the run (no server installs from the registries CI reaches)."""
+
+import os
+import uuid
 
 import pytest
 
 from producers.synthetic import synthetic_catalog, synthetic_frames
 from schemas.records import Alert, Anomaly
-from sinks.clickhouse import ClickHouseWriter, StorageError, connect, describe_dsn
+from sinks import retrospectives
+from sinks.clickhouse import ClickHouseReader, ClickHouseWriter, StorageError, connect, describe_dsn
 from sinks.landing import queue_output
 from sinks.rows import alert_row, anomaly_row, catalog_row, frame_row
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 
 T0 = 1_700_000_000_000_000_000
+SERVER = os.environ.get("REVEAL_TEST_CLICKHOUSE_URL", "")
 
 
 def test_every_table_is_created_and_rows_read_back(chdb_dsn, database):
@@ -108,3 +116,30 @@ def test_frames_are_stored_exactly_as_sent(chdb_dsn, database):
                                                     frame.catalog_version)
         assert len(stored_values) == len(frame.values)
         assert all(a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(stored_values, frame.values))
+
+
+@pytest.fixture(scope="module")
+def server_database():
+    from tests.conftest import store_recorded_run
+
+    database = f"reveal_test_{uuid.uuid4().hex[:8]}"
+    writer = ClickHouseWriter(SERVER, database, max_pending_rows=10**7)
+    store_recorded_run(writer)
+    yield database
+    writer.command(f"DROP DATABASE IF EXISTS {database}")
+    writer.close()
+
+
+@pytest.mark.clickhouse_server
+def test_a_server_stores_an_embedded_run_and_answers_every_retrospective(server_database):
+    reader = ClickHouseReader(SERVER, server_database)
+    try:
+        _, counts = reader.query("SELECT (SELECT count() FROM frames), (SELECT count() FROM windows), "
+                                 "(SELECT count() FROM alerts)")
+        assert all(count > 0 for count in counts[0])
+        for name, retrospective in retrospectives.retrospectives().items():
+            given = {"host": "h1", "channel": "cpu.user.all"}
+            needed = {p.name for p in retrospective.parameters if p.default is None}
+            reader.query(retrospective.sql, retrospective.bound({k: v for k, v in given.items() if k in needed}))
+    finally:
+        reader.close()

@@ -1,6 +1,5 @@
 """The cluster stage over host-window summaries made by the real host stage."""
 
-import json
 from dataclasses import replace
 
 import numpy as np
@@ -55,24 +54,6 @@ def test_identical_hosts_raise_no_peer_anomaly():
 def test_a_single_host_has_no_peers_to_compare_with():
     anomalies, _ = run_cluster(1, None, frames=300)
     assert anomalies == []
-
-
-def test_host_stage_restores_a_saved_baseline_instead_of_learning_again():
-    catalog = synthetic_catalog("restart-host")
-    frames = synthetic_frames(catalog, T0, 900, seed=7, steps=(StepChange("cpu.busy.cpu1", 70.0, 25.0),))
-    first = HostStage(EngineSettings(warmup_windows=30))
-    first.on_catalog(catalog)
-    saved = []
-    for frame in frames[:450]:
-        saved += first.on_frame(frame).baseline_rows
-    assert saved, "the learned baseline is handed out for storage"
-    state = json.loads(saved[-1][4])
-    second = HostStage(EngineSettings(warmup_windows=30), baseline_loader=lambda host, version: state)
-    second.on_catalog(catalog)
-    verdicts = [v for frame in frames[450:] for v in second.on_frame(frame).verdicts]
-    assert second.counters.baselines_restored == 1
-    assert all(v.baseline_ready for v in verdicts), "a restored worker judges from its first window"
-    assert any(v.anomalous for v in verdicts)
 
 
 def _summaries_by_host(hosts: int, frames: int = 900, own_findings: bool = True) -> dict[str, list]:

@@ -1,4 +1,21 @@
+"""The host stage: frames held until their catalog, one pipeline per host, sequence gaps counted, a new catalog
+version relearned while shared channels stay watched, a saved baseline restored, a stage resumed from the frame its
+predecessor still needed storing what an uninterrupted one does; and under hostile streams (clocks that jump back and
+forward, repeated and missing sequence numbers, NaN and negative counter values, duplicate hosts in two clusters, a
+catalog that changes mid-stream) nothing crashes, every window verdict is well formed, and every alert belongs to a
+known host."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
+from schemas.records import Frame
+from sinks.rows import alert_row, anomaly_row
+from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 
@@ -69,3 +86,133 @@ def test_channels_both_catalogs_have_stay_watched_while_the_new_baseline_is_lear
     assert flagged, "the step on a channel of both catalogs is found before the new baseline is ready"
     assert all(v.evidence[0].channel == "cpu.busy.cpu1" for v in flagged)
     assert not any(v.anomalous for v in learning if v.end_ns < T0 + 100 * 10**9)
+
+
+def test_host_stage_restores_a_saved_baseline_instead_of_learning_again():
+    catalog = synthetic_catalog("restart-host")
+    frames = synthetic_frames(catalog, T0, 900, seed=7, steps=(StepChange("cpu.busy.cpu1", 70.0, 25.0),))
+    first = HostStage(EngineSettings(warmup_windows=30))
+    first.on_catalog(catalog)
+    saved = []
+    for frame in frames[:450]:
+        saved += first.on_frame(frame).baseline_rows
+    assert saved, "the learned baseline is handed out for storage"
+    state = json.loads(saved[-1][4])
+    second = HostStage(EngineSettings(warmup_windows=30), baseline_loader=lambda host, version: state)
+    second.on_catalog(catalog)
+    verdicts = [v for frame in frames[450:] for v in second.on_frame(frame).verdicts]
+    assert second.counters.baselines_restored == 1
+    assert all(v.baseline_ready for v in verdicts), "a restored worker judges from its first window"
+    assert any(v.anomalous for v in verdicts)
+
+
+# A stage started again from the frame its predecessor still needed (what a restarted worker re-consumes).
+
+SETTINGS = EngineSettings(warmup_windows=30)
+CATALOG = synthetic_catalog("resume-host")
+FRAMES = synthetic_frames(CATALOG, T0, 900, seed=3, steps=(StepChange("cpu.busy.cpu1", 60.0, 30.0),))
+
+
+class Store:
+    """Rows by table key, the last write winning, as ReplacingMergeTree reads with FINAL."""
+
+    def __init__(self):
+        self.windows, self.anomalies, self.alerts, self.baseline = {}, {}, {}, None
+
+    def add(self, output) -> None:
+        for row in output.window_rows:
+            self.windows[(row[0], row[2])] = row
+        for anomaly in output.anomalies:
+            self.anomalies[(anomaly.host, anomaly.window_id)] = anomaly_row(anomaly)
+        for alert in output.alerts:
+            self.alerts[(alert.host, alert.start_ns, alert.alert_id, alert.state)] = alert_row(alert)
+        for row in output.baseline_rows:
+            self.baseline = json.loads(row[4])
+
+
+def run(stage: HostStage, frames, store: Store) -> None:
+    stage.on_catalog(CATALOG)
+    for frame in frames:
+        store.add(stage.on_frame(frame))
+
+
+def uninterrupted() -> Store:
+    store, stage = Store(), HostStage(SETTINGS)
+    run(stage, FRAMES, store)
+    store.add(stage.close())
+    return store
+
+
+@pytest.mark.parametrize("killed_after", [150, 330, 640, 700])
+def test_stage_resumed_from_what_it_still_needed_stores_what_an_uninterrupted_one_does(killed_after):
+    store = Store()
+    first = HostStage(SETTINGS)
+    run(first, FRAMES[:killed_after], store)
+    resume_from = first.needed_since_ns("resume-host")
+    second = HostStage(SETTINGS, lambda host, version: store.baseline)
+    run(second, [f for f in FRAMES[killed_after - 1::-1] if f.timestamp_ns >= resume_from][::-1]
+        + FRAMES[killed_after:], store)
+    store.add(second.close())
+    expected = uninterrupted()
+    assert store.windows.keys() == expected.windows.keys()
+    assert store.windows == expected.windows
+    assert store.anomalies == expected.anomalies
+    assert store.alerts.keys() == expected.alerts.keys()
+
+
+def test_a_stage_whose_channels_are_departing_needs_the_first_window_of_their_run_again_with_its_opening_frame():
+    stage = HostStage(SETTINGS)
+    stage.on_catalog(CATALOG)
+    verdicts = [v for frame in FRAMES[:700] for v in stage.on_frame(frame).verdicts]
+    runs = [v.watch.streak.max() if v.watch is not None else 0 for v in verdicts]
+    assert runs[-1] >= SETTINGS.watch.persist_windows, "the step change has been departing for a while"
+    first_of_run = verdicts[len(verdicts) - runs[-1]]
+    opening = max(f.timestamp_ns for f in FRAMES if f.timestamp_ns < first_of_run.start_ns)
+    assert stage.needed_since_ns("resume-host") == opening
+
+
+# Hostile streams.
+
+T0_NS = 1_790_000_000_000_000_000
+CATALOGS = {(host, variant): synthetic_catalog(host, cluster, gauges=3 + variant, counters=2)
+            for host, cluster in (("a", "c1"), ("b", "c1"), ("a", "c2")) for variant in (0, 1)}
+STEP_NS = st.one_of(st.just(100_000_000), st.just(0), st.integers(-5_000_000_000, 60_000_000_000))
+VALUE = st.one_of(st.floats(0, 100), st.just(math.nan), st.floats(-1e12, -1), st.floats(1e15, 1e18))
+
+
+@st.composite
+def streams(draw):
+    events, clocks, sequences = [], {}, {}
+    for _ in range(draw(st.integers(50, 400))):
+        key = draw(st.sampled_from(sorted(CATALOGS)))
+        catalog = CATALOGS[key]
+        clocks[key] = clocks.get(key, T0_NS) + (draw(STEP_NS) if draw(st.integers(0, 9)) == 0 else 100_000_000)
+        sequences[key] = max(0, sequences.get(key, 0) + draw(st.sampled_from([1, 1, 1, 0, -3, 50])))
+        noisy = draw(st.integers(0, 19)) == 0
+        values = [draw(VALUE) if noisy else 40.0 + i for i in range(len(catalog.channels))]
+        events.append(Frame(catalog.host, catalog.cluster, clocks[key], sequences[key], catalog.version,
+                            np.asarray(values, dtype=np.float64)))
+    return events
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(streams(), st.booleans())
+def test_hostile_streams_never_crash_the_stages(frames, catalog_first):
+    stage, cluster = HostStage(EngineSettings(warmup_windows=10, seed=1)), ClusterStage()
+    if catalog_first:
+        for catalog in CATALOGS.values():
+            stage.on_catalog(catalog)
+    outputs = [stage.on_frame(frame) for frame in frames]
+    if not catalog_first:
+        outputs += [stage.on_catalog(catalog) for catalog in CATALOGS.values()]
+    outputs.append(stage.close())
+    hosts = {host for host, _ in CATALOGS}
+    for output in outputs:
+        for summary in output.host_windows:
+            cluster.on_host_window(summary)
+        for verdict in output.verdicts:
+            assert verdict.end_ns > verdict.start_ns
+            assert not math.isinf(verdict.score)
+        assert all(alert.host in hosts for alert in output.alerts)
+    finished = cluster.flush()
+    assert all(alert.host in hosts for alert in finished.alerts)

@@ -1,9 +1,15 @@
+"""The worker's Kafka transport against the real broker: its consumer fetches with the short wait, and seeks run on
+the consumer's own thread."""
+
 import asyncio
 import threading
 
+import pytest
 from faust.types import TP
 
 from stream_jobs.worker.transport import FETCH_WAIT_MS, PromptApp, PromptConsumerThread
+
+pytestmark = pytest.mark.integration
 
 
 def test_worker_consumer_fetches_with_the_short_wait(kafka_bootstrap):

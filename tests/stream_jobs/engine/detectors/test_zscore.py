@@ -1,3 +1,6 @@
+"""The z-score detector: shifted windows outscore baseline ones, constant and missing features cannot blow the score
+up, contributions are absolute z, and its state restores mean and scale."""
+
 import json
 
 import numpy as np

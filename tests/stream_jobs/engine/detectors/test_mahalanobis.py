@@ -1,3 +1,6 @@
+"""The Mahalanobis detector over principal components: the share of variance kept, fixed component signs, contributions
+as shares of the distance, constant and missing features dropped, capped extremes, and its state round trip."""
+
 import doctest
 import json
 

@@ -1,0 +1,70 @@
+"""A host's own findings as the cluster stage tells them: which channels depart, when a run of departures began and
+whether a peer's began with it, which persisted channels are the host's own, how they group into causes strongest
+first and under which subsystem, how far each lies out, and when a finding opens its incident."""
+
+import numpy as np
+
+from schemas.records import HostWindow, PersistedChannel
+from stream_jobs.host_incidents import (JOIN_WITHIN_WINDOWS, SHARED_WITHIN_WINDOWS, STRONG_DEPARTURE, began_together,
+                                        cause_key, causes_strongest_first, departing_channels, departure_of,
+                                        departure_onset, named_subsystem, own_departures, recent_lead,
+                                        windows_to_open)
+
+NAMES = ("cpu.busy", "mem.dirty", "disk.busy")
+CPU, MEMORY, DISK = (PersistedChannel(0, 4.0, "cpu", "mean", 4.0), PersistedChannel(1, 3.0, "memory", "mean", 3.0),
+                     PersistedChannel(2, 8.0, "storage", "std", 0.0))
+
+
+def summary(departures, persisted=()) -> HostWindow:
+    """Host h0's window over NAMES: each channel's departure from its band (None: not judged yet)."""
+    return HostWindow("h0", "c", 10, 0, 3, 1, NAMES, np.zeros(3), bool(persisted), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                      None if departures is None else np.array(departures, dtype=np.float64), tuple(persisted))
+
+
+def test_a_strong_level_opens_its_incident_at_once_and_anything_else_waits_a_second_window():
+    assert windows_to_open(STRONG_DEPARTURE) == windows_to_open(STRONG_DEPARTURE, "residual") == 1
+    assert windows_to_open(STRONG_DEPARTURE - 0.1) == 2 and windows_to_open(100 * STRONG_DEPARTURE, "std") == 2
+
+
+def test_channels_out_of_their_band_in_either_direction_depart():
+    assert departing_channels(summary([0.5, -1.0, 2.0])) == {"mem.dirty", "disk.busy"}
+    assert departing_channels(summary([0.9, -0.9, 0.0])) == frozenset()
+    assert departing_channels(summary(None)) == frozenset()
+
+
+def test_a_run_of_departures_began_where_it_began_across_short_returns_to_the_band():
+    departing = {10, 11, 14, 15, 2}
+    kept = {window: {"h0": frozenset({"cpu.busy"}) if window in departing else frozenset()} for window in range(30)}
+    assert departure_onset(kept, "h0", "cpu.busy", 15) == 10, "a gap of two windows is bridged, one of seven is not"
+    assert departure_onset(kept, "h0", "cpu.busy", 15 + SHARED_WITHIN_WINDOWS + 1) is None
+    assert departure_onset(kept, "h1", "cpu.busy", 15) is None
+
+
+def test_departures_began_together_when_their_onsets_lie_within_a_few_windows():
+    assert began_together(10 + SHARED_WITHIN_WINDOWS, 10) and began_together(10 - SHARED_WITHIN_WINDOWS, 10)
+    assert not began_together(11 + SHARED_WITHIN_WINDOWS, 10) and not began_together(None, 10)
+
+
+def test_a_persisted_channel_a_peer_left_its_band_on_too_is_not_the_hosts_own():
+    window = summary([4.0, 3.0, 0.5], (CPU, MEMORY))
+    assert own_departures(window, [frozenset({"cpu.busy"}), frozenset()]) == [MEMORY]
+    assert own_departures(window, []) == [CPU, MEMORY], "without peers every persisted channel is the host's own"
+    assert own_departures(summary(None, (CPU,)), []) == [] and own_departures(summary([0, 0, 0]), []) == []
+
+
+def test_causes_are_told_strongest_first_each_with_its_channels_furthest_first():
+    window = summary([4.0, 3.0, -9.0], (CPU, MEMORY, DISK))
+    assert departure_of(window, DISK) == 9.0 and departure_of(window, CPU) == 4.0
+    assert causes_strongest_first(window, [MEMORY, DISK], {"cpu"}) == [("storage", [DISK]), ("memory", [MEMORY]),
+                                                                       ("cpu", [])]
+
+
+def test_cpu_time_that_moves_with_another_subsystem_is_told_under_the_other():
+    assert named_subsystem([CPU, MEMORY]) == "memory" and named_subsystem([CPU]) == "cpu"
+
+
+def test_a_new_cause_joins_the_incident_that_began_last_if_it_began_a_few_windows_before():
+    began = {"cpu": 10, "memory": 12}
+    assert recent_lead(began, 12 + JOIN_WITHIN_WINDOWS) == "memory"
+    assert recent_lead(began, 13 + JOIN_WITHIN_WINDOWS) is None and recent_lead({}, 12) is None
+    assert cause_key("h0", "memory") == "h0/anomaly:memory"
