@@ -1,3 +1,6 @@
+"""Routing alerts: Alertmanager and Slack payloads, the cluster and severity filter, the ledger that posts each event
+once, and a receiver that refuses or is down."""
+
 import pytest
 
 from schemas.records import Alert

@@ -1,3 +1,5 @@
+"""`reveal channels`: this host's channels, and the stored catalogs (latest version per host)."""
+
 import subprocess
 import sys
 

@@ -1,3 +1,5 @@
+"""Settings files and REVEAL_ variables: which source wins, mistakes named, and every option documented."""
+
 import argparse
 
 import pytest

@@ -1,4 +1,5 @@
-"""`reveal run` end to end: retention set on the tables, the version, the summary."""
+"""`reveal run` end to end: windows that sql can count, retention set on the tables, the summary; and the `reveal`
+command itself: its version and the commands its help lists."""
 
 import subprocess
 import sys
@@ -31,3 +32,20 @@ def test_version_is_the_installed_one():
 
     result = reveal("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"reveal {version('reveal')}"
+
+
+def test_help_lists_every_command():
+    result = reveal("--help")
+    assert result.returncode == 0
+    for command in ("run", "agent", "worker", "sql"):
+        assert f"    {command}" in result.stdout
+
+
+def test_embedded_run_stores_windows_that_sql_can_count(tmp_path):
+    data_dir = str(tmp_path / "data")
+    run = reveal("run", "--duration", "20", "--data-dir", data_dir, "--warmup-windows", "10")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "learning baseline" in run.stdout and "score" in run.stdout and "live page: http://127.0.0.1:" in run.stdout
+    counted = reveal("sql", "--data-dir", data_dir, "--format", "tsv", "SELECT count() FROM windows")
+    assert counted.returncode == 0, counted.stderr
+    assert int(counted.stdout.splitlines()[1]) >= 14

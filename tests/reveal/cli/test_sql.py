@@ -1,3 +1,6 @@
+"""`reveal sql`: read-only unless told to write, clear errors, its output formats, the tables it describes and a
+channel read by name."""
+
 import json
 import re
 import subprocess
@@ -30,6 +33,11 @@ def test_sql_only_reads_unless_told_to_write(data_dir):
     assert reveal("sql", "--data-dir", data_dir, "--write", "TRUNCATE TABLE alerts").returncode == 0
     assert reveal("sql", "--data-dir", data_dir, "--format", "tsv", "SELECT count() FROM alerts").stdout \
         .splitlines()[1] == "0"
+
+
+def test_sql_with_malformed_parameter_is_a_clear_error(tmp_path):
+    result = reveal("sql", "--data-dir", str(tmp_path), "--param", "oops", "SELECT 1")
+    assert result.returncode == 2 and "NAME=VALUE" in result.stderr
 
 
 def test_sql_refuses_a_folder_without_reveal_data_and_creates_nothing(tmp_path):

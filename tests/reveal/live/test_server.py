@@ -1,52 +1,20 @@
-"""A real embedded run with its live page and query service: the page in headless Chromium, and reveal sql and
-reveal report reading the data folder while the run writes it."""
+"""A real embedded run's query service: reveal sql and reveal report reading the data folder while the run writes it,
+a second run on the folder refused, JSON errors for bad requests, and values that cross the service unchanged."""
 
 import json
 import subprocess
 import sys
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-from reveal.live.client import running_service
 from reveal.live.server import decode_value, encode_value
-from tests.reveal.report.test_report_command import chromium, png_facts
-
-HOSTILE = '<img src=x onerror="document.title=1">'
+from tests.reveal.live.conftest import HOSTILE
 
 
 def reveal(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "reveal.cli", *args], capture_output=True, text=True,
                           timeout=timeout)
-
-
-@pytest.fixture(scope="module")
-def live_run(tmp_path_factory):
-    """A 90-second reveal run under a hostile host name, on a free port; yields (data dir, page address)."""
-    data_dir = tmp_path_factory.mktemp("live") / "data"
-    process = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--duration", "90", "--data-dir",
-                                str(data_dir), "--warmup-windows", "10", "--host", HOSTILE, "--listen", "127.0.0.1:0",
-                                "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while running_service(data_dir) is None:
-        assert process.poll() is None, process.stderr.read()[-2000:]
-        assert time.monotonic() < deadline, "the run never announced its live page"
-        time.sleep(0.2)
-    url = running_service(data_dir)
-    while not _state(url)["hosts"] or _state(url)["hosts"][0]["windows"] < 14:
-        assert time.monotonic() < deadline + 30, "the run showed no windows"
-        time.sleep(0.5)
-    yield data_dir, url
-    process.terminate()
-    process.wait(timeout=60)
-    assert running_service(data_dir) is None and not (data_dir / "live.json").exists()
-
-
-def _state(url: str) -> dict:
-    with urllib.request.urlopen(f"{url}/api/state", timeout=10) as response:
-        return json.loads(response.read())
 
 
 def test_sql_reads_the_folder_of_a_running_run_through_it(live_run):
@@ -80,22 +48,6 @@ def test_a_second_run_on_the_same_folder_is_refused(live_run):
     data_dir, url = live_run
     second = reveal("run", "--duration", "5", "--data-dir", str(data_dir), "--listen", "127.0.0.1:0")
     assert second.returncode == 2 and url in second.stderr and "Traceback" not in second.stderr
-
-
-def test_the_page_shows_the_host_learning_and_scores_and_injects_nothing(live_run, tmp_path):
-    _, url = live_run
-    dumped = chromium(tmp_path, "--virtual-time-budget=4000", "--dump-dom", f"{url}/")
-    assert dumped.returncode == 0, dumped.stderr[-2000:]
-    dom = dumped.stdout
-    assert "&lt;img src=x onerror=" in dom and "<img" not in dom and "<title>Reveal — live</title>" in dom
-    assert 'class="host"' in dom and "anomaly score (solid) against its threshold" in dom
-    assert "windows ·" in dom and "<svg" in dom
-    shot = tmp_path / "live.png"
-    taken = chromium(tmp_path, "--virtual-time-budget=4000", "--window-size=1280,1400", f"--screenshot={shot}",
-                     f"{url}/")
-    assert taken.returncode == 0, taken.stderr[-2000:]
-    width, height, distinct = png_facts(shot)
-    assert (width, height) == (1280, 1400) and distinct > 20
 
 
 def test_unknown_paths_and_bad_queries_get_json_errors(live_run):

@@ -1,13 +1,20 @@
-"""The page from records alone: capped tables and host lists, escaped cells, lab scores side by side, no scripts."""
+"""The page from records alone (capped tables and host lists, escaped cells, lab scores side by side, no scripts) and
+from real pipeline output in chDB: flagged windows, ground truth and causes drawn, markup from the data escaped,
+absent sections noted, and the figures rendered by headless Chromium."""
 
 import doctest
 import math
+import re
+import uuid
 
 from reveal.report import page
-from reveal.report.contents import ReportData
+from reveal.report.contents import ReportData, gather
 from schemas.records import Alert
-from reveal.report.data import Score, ScoreSeries
+from reveal.report.data import ReportStore, Score, ScoreSeries
 from reveal.report.page import MAX_HOSTS, MAX_TABLE_ROWS, render_report
+from sinks.clickhouse import ClickHouseWriter
+from tests.reveal.chromium import chromium, png_facts
+from tests.reveal.report.stored_run import section
 
 T0 = 1_700_000_000_000_000_000
 SPAN = (T0, T0 + 100 * 10**9)
@@ -59,3 +66,50 @@ def test_scores_of_each_thresholds_mode_sit_side_by_side():
     assert '<td>recall</td><td class="number">0.8</td><td class="number">—</td>' in page
     assert '<td>delay_s</td><td class="number">—</td><td class="number">n/a</td>' in page
     assert "No ground truth in scope." in page
+
+
+def test_flagged_windows_and_ground_truth_are_drawn(report_html):
+    timelines = section(report_html, "timelines")
+    assert sum(d.count("h0") for d in re.findall(r'class="marks" d="([^"]*)"', timelines)) > 20
+    assert "injected fault (ground truth)" in timelines
+    assert 'class="band"' in section(report_html, "traces")
+
+
+def test_cause_map_colours_cells_by_subsystem(report_html):
+    causes = section(report_html, "causes")
+    assert 'class="cell"' in causes and "#0072B2" in causes and "#E69F00" in causes
+    assert "No anomalous windows on beta" in causes
+
+
+def test_markup_from_the_data_is_escaped(report_html):
+    assert "<script" not in report_html and "<img" not in report_html
+    assert "&lt;script&gt;alert(&quot;host&quot;)&lt;/script&gt;" in report_html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in report_html
+
+
+def test_empty_database_notes_every_absent_section(chdb_dsn):
+    database = f"test_report_{uuid.uuid4().hex[:10]}"
+    html = render_report(gather(ReportStore(ClickHouseWriter(chdb_dsn, database), database), chdb_dsn))
+    assert "<svg" not in html
+    for key in ("timelines", "causes", "traces", "cross-host", "incidents", "lab"):
+        assert '<p class="note">' in section(html, key), key
+
+
+def test_chromium_renders_the_figures(report_html, tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(report_html, encoding="utf-8")
+    dumped = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    assert dumped.stdout.count('<svg class="chart"') == report_html.count('<svg class="chart"') >= 18
+    for key in ("summary", "timelines", "causes", "traces", "cross-host", "incidents", "lab"):
+        assert f'<section id="{key}">' in dumped.stdout
+    assert "<script" not in dumped.stdout  # nothing to run, so no script can fail
+
+
+def test_chromium_screenshot_is_not_blank(report_html, tmp_path):
+    page, shot = tmp_path / "report.html", tmp_path / "report.png"
+    page.write_text(report_html, encoding="utf-8")
+    result = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,3000", page.as_uri())
+    assert result.returncode == 0 and shot.exists(), result.stderr[-2000:]
+    width, height, distinct_bytes = png_facts(shot)
+    assert (width, height) == (1400, 3000) and shot.stat().st_size > 50_000 and distinct_bytes > 50

@@ -1,6 +1,8 @@
-"""Every command given bad values: exit status 2, one line on stderr that names the option or the value and what is
-allowed, no traceback, and nothing done (no folder created, no work started)."""
+"""The commands' option checks: every command given bad values exits with status 2 and one line on stderr that names
+the option or the value and what is allowed, no traceback, and nothing done (no folder created, no work started);
+good values read as meant."""
 
+import argparse
 import re
 import subprocess
 import sys
@@ -8,6 +10,7 @@ import time
 
 import pytest
 
+from reveal.cli.options import bootstrap_servers, listen_address, output_file, positive_seconds, settle_seconds
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 
 LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO|WARNING) ")
@@ -162,3 +165,26 @@ def test_a_config_file_with_an_unknown_key_names_it_and_what_is_allowed(tmp_path
     result = reveal("run", "--config", str(config), "--duration", "5", cwd=tmp_path)
     assert result.returncode == 2 and "risk" in result.stderr and "between 0 and 1" in result.stderr
     assert not (tmp_path / "reveal-data").exists()
+
+
+def test_invalid_duration_names_the_option_and_the_accepted_forms():
+    result = reveal("run", "--duration", "soon")
+    assert result.returncode == 2
+    assert "--duration" in result.stderr and "examples: 20, 2.5, 90s, 5m, 1h" in result.stderr
+
+
+@pytest.mark.parametrize("text, seconds", [("20", 20.0), ("2.5", 2.5), ("90s", 90.0), ("5m", 300.0), ("1H", 3600.0),
+                                           ("7d", 604800.0)])
+def test_a_duration_reads_in_seconds_whatever_its_unit(text, seconds):
+    assert positive_seconds(text) == seconds
+
+
+def test_addresses_settle_times_and_output_files_read_as_meant(tmp_path):
+    assert listen_address("[::1]:0") == ("::1", 0) and listen_address("0.0.0.0:9931") == ("0.0.0.0", 9931)
+    assert bootstrap_servers("a:9092, b:9093") == "a:9092, b:9093"
+    assert settle_seconds("0") == 0.0 and settle_seconds("2m") == 120.0
+    with pytest.raises(argparse.ArgumentTypeError, match="more than an hour"):
+        settle_seconds("2h")
+    with pytest.raises(argparse.ArgumentTypeError, match="is a folder, not a file"):
+        output_file()(str(tmp_path))
+    assert output_file(".avro")(str(tmp_path / "x.AVRO")) == str(tmp_path / "x.AVRO")

@@ -1,0 +1,45 @@
+"""The agent bench's own arithmetic and its kernel floor: the figures per channel-sample and per core from what was
+measured, and the bare reads of an agent's files on its schedule, every file closed afterwards."""
+
+import os
+
+import pytest
+
+from producers.agent import Agent, AgentSettings
+from producers.collectors.meminfo import MemInfoCollector
+from reveal.bench.agent import AgentBenchResult, kernel_floor
+from schemas.records import Catalog, Frame
+
+
+class Discard:
+    def on_catalog(self, catalog: Catalog) -> None:
+        pass
+
+    def on_frame(self, frame: Frame) -> None:
+        pass
+
+
+def test_figures_are_per_channel_sample_and_per_core():
+    result = AgentBenchResult(channels=100, frames=50, seconds=5.0, cpu_seconds=0.025, sampling_cpu_seconds=0.01,
+                              wire_bytes=6000.0, rest_bytes=2500.0, rest_values_bytes=2000.0,
+                              kernel_floor_cpu_seconds=0.005)
+    figures = result.figures()
+    assert result.channel_samples == 5000
+    assert figures["cpu_percent_of_core"] == pytest.approx(0.5)
+    assert figures["sampling_thread_percent_of_core"] == pytest.approx(0.2)
+    assert figures["cpu_us_per_channel_sample"] == pytest.approx(5.0)
+    assert figures["wire_bytes_per_channel_sample"] == pytest.approx(1.2)
+    assert figures["rest_bytes_per_channel_sample"] == pytest.approx(0.5)
+    assert figures["rest_values_bytes_per_channel_sample"] == pytest.approx(0.4)
+    assert figures["kernel_floor_percent_of_core"] == pytest.approx(0.1)
+
+
+def test_the_kernel_floor_reads_each_file_bare_and_closes_them(procfs):
+    agent = Agent(AgentSettings(host="bench-host", interval_s=0.05), Discard(), [MemInfoCollector(procfs)])
+    open_before = len(os.listdir("/proc/self/fd"))
+    try:
+        files, cpu_s = kernel_floor(agent, 0.3)
+    finally:
+        agent.close()
+    assert files == 1 and 0 <= cpu_s < 0.3
+    assert len(os.listdir("/proc/self/fd")) <= open_before
