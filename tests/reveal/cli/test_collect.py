@@ -21,3 +21,15 @@ def test_the_closing_line_tells_the_frames_and_channels_recorded(tmp_path):
     assert len(frames) == int(told.group(1)) >= 5 and len(catalogs[-1].channels) == int(told.group(2))
     assert {f.host for f in frames} == {"collected-host"}
     assert {c.subsystem for c in catalogs[-1].channels} <= {"network", "agent"}
+
+
+def test_reveal_collect_records_this_host(tmp_path):
+    out = tmp_path / "host.avro"
+    result = subprocess.run([sys.executable, "-m", "reveal.cli", "collect", "--duration", "2", "--interval",
+                             "0.1", "--out", str(out)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    items = list(read_recording(out))
+    catalog, frames = items[0], items[1:]
+    assert isinstance(catalog, Catalog) and len(catalog.channels) > 300
+    assert len(frames) >= 15 and [f.sequence for f in frames] == list(range(len(frames)))
+    assert all(len(f.values) == len(catalog.channels) for f in frames)
