@@ -1,4 +1,5 @@
-"""`reveal collect`: a recording of only the sources asked for, and a closing line that tells what it holds."""
+"""`reveal collect`: a recording of only the sources asked for, a closing line that tells what it holds, and one of
+this host with every source."""
 
 import re
 import subprocess
