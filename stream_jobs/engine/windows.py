@@ -71,9 +71,13 @@ class WindowAssembler:
         return windows
 
     def needed_since_ns(self) -> int | None:
-        """The oldest instant a window still to come can hold, its opening frame included (one stride earlier than
-        its start, which holds it unless frames stopped for a stride): earlier frames are no longer needed."""
-        return None if self._next_end is None else self._next_end - self.window_ns - self.stride_ns
+        """The oldest frame a resumed assembler needs: the one that opens the window before the next (one stride
+        earlier than the next's start). Resumed from it, it cuts that window again from the same frames and every
+        later one as an assembler that never stopped, also when frames fall on the stride."""
+        if self._next_end is None:
+            return None
+        since = self._next_end - self.window_ns - self.stride_ns
+        return min(since, self._frames[0][0]) if self._frames else since
 
     def _first_end(self, timestamp_ns: int) -> int:
         """The first window end whose whole window lies after the first frame."""

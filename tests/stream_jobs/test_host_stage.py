@@ -173,6 +173,29 @@ def test_a_stage_whose_channels_are_departing_needs_the_first_window_of_their_ru
 
 # Hostile streams.
 
+@pytest.mark.parametrize("killed_after", [640, 696, 731])
+def test_a_clean_host_whose_frames_fall_on_the_stride_resumes_with_the_frame_that_opens_its_first_window(killed_after):
+    catalog = synthetic_catalog("clean-host")
+    frames = synthetic_frames(catalog, T0, 800, seed=1)
+    store, first = Store(), HostStage(SETTINGS)
+    first.on_catalog(catalog)
+    for frame in frames[:killed_after]:
+        store.add(first.on_frame(frame))
+    resume_from = first.needed_since_ns("clean-host")
+    assert (resume_from - T0) % 10**9 != 0, "the frame before the stride boundary opens the first window resumed"
+    second = HostStage(SETTINGS, lambda host, version: store.baseline)
+    second.on_catalog(catalog)
+    for frame in (f for f in frames if f.timestamp_ns >= resume_from):
+        store.add(second.on_frame(frame))
+    store.add(second.close())
+    expected, reference = Store(), HostStage(SETTINGS)
+    reference.on_catalog(catalog)
+    for frame in frames:
+        expected.add(reference.on_frame(frame))
+    expected.add(reference.close())
+    assert store.windows == expected.windows
+
+
 T0_NS = 1_790_000_000_000_000_000
 CATALOGS = {(host, variant): synthetic_catalog(host, cluster, gauges=3 + variant, counters=2)
             for host, cluster in (("a", "c1"), ("b", "c1"), ("a", "c2")) for variant in (0, 1)}
