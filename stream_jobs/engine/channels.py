@@ -75,4 +75,3 @@ class ChannelTable:
     def scored(self) -> np.ndarray:
         """True where the channel takes part in single-host scoring (static channels do not, paper §4.2)."""
         return np.asarray(self.kinds) != "static"
-
