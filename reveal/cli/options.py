@@ -17,6 +17,8 @@ DEFAULT_DATA_DIR = "./reveal-data"
 MIN_WARMUP_WINDOWS = 10
 DEFAULT_FRAME_RETENTION_S = 86400.0
 DEFAULT_WINDOW_RETENTION_S = 90 * 86400.0
+# False findings a clean host may raise per day (EngineSettings.risk).
+DEFAULT_RISK = 0.5
 DSN_HELP = ("chdb:///path (embedded) or http(s)://[user@]host:port; the password can come from the environment "
             "variable REVEAL_CLICKHOUSE_PASSWORD instead of the DSN")
 
@@ -46,11 +48,11 @@ def positive_count(text: str) -> int:
     return value
 
 
-def probability(text: str) -> float:
-    """A chance strictly between 0 and 1, e.g. 1e-4."""
+def positive_float(text: str) -> float:
+    """A number above 0, e.g. 0.5."""
     value = _number(text)
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} must lie strictly between 0 and 1, e.g. 1e-4")
+    if not value > 0.0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be above 0, e.g. 0.5")
     return value
 
 
@@ -301,9 +303,10 @@ def add_engine_options(parser: argparse.ArgumentParser, warmup_windows: int | No
     parser.add_argument("--paper-thresholds", action="store_true",
                         help="flag each detector's top 1%% of windows, as the paper does, instead of thresholds "
                              "calibrated on the baseline (about 36 flagged windows per host-hour on a clean run)")
-    parser.add_argument("--risk", type=probability, default=1e-4, metavar="P",
-                        help="calibrated thresholds: chance that a clean window crosses a detector's threshold "
-                             "(default: 1e-4, about one per detector every 3 hours at a 1 s stride)")
+    parser.add_argument("--risk", type=positive_float, default=DEFAULT_RISK, metavar="PER_DAY",
+                        help="false findings a clean host may raise per day, over all its channels together: "
+                             "each channel's limit is calibrated on the baseline to keep this promise (default: "
+                             f"{DEFAULT_RISK:g}); lower finds less, higher finds smaller changes")
     parser.add_argument("--selection-threshold", type=fraction, default=0.5, metavar="R",
                         help="prune channels correlated above |r| = R on the baseline (paper §4.1; default 0.5); "
                              "0 keeps every channel")

@@ -1,179 +1,269 @@
-"""Every channel watched on its own: a per-channel envelope learned from the baseline's window means, followed as it
-drifts, with effect floors in the channel's own units, and persistence before a channel counts as departed.
+"""Every channel watched on its own, against its own noise: one model of normal per watched column, calibrated so
+that a clean host opens about `risk` false findings a day whatever its number of channels.
 
-The multivariate detectors see only the channels selection keeps, and average a departure over all of them; an
-operator's fault often moves one or two channels far (a burner on one container's CPU time, a flood on one
-protocol counter). Each channel therefore keeps the band its window means stayed in over the baseline (low and high
-quantiles, so rare baseline excursions such as a checkpoint's writes are inside it) and its median and robust
-spread. A window departs on a channel when its mean leaves the band by at least the band's own width (floored at a
-share of the channel's level, for counters that never moved at a minimum number of events per window, and for memory
-levels, in bytes or pages, at `byte_floor`, so that a process starting or a little cache is not an event, for busy
-counters of time (CPU, stall or idle time, whose rate is in cores) at `core_floor` cores, so that a few more of a
-kernel's 10 ms ticks in a window are not one, for gauges that count things (only whole numbers in the baseline:
-sockets, tasks) at `count_floor` things, and for shares in percent (of time stalled, of a GPU busy) at
-`percent_floor` points, so that a tenth of a percent more I/O stall is not one), so noise in a near-constant
-channel is not an event; a channel's spread within a window and its residual from a correlated channel
-are floored at `spread_relative_floor` of its level, so a large gauge that stops wobbling, or drifts by a few
-kilobytes from its fit, is not one either. Secondary columns (a channel's within-window spread, a residual from a
-correlated channel) are noisier and must leave their band by `secondary_departure` widths; spreads count only when
-they rise (a channel that got steadier is not a fault by itself: its level tells when work stops). A residual's
-width is at least `residual_floor` of its pruned channel's own spread over the baseline, so a small change in the ratio of
-two tightly coupled channels (bytes per segment) is not an event. A channel counts only once it has departed in
-`persist_windows` consecutive windows: one instant's burst appears in every overlapping window that holds it, never
-in more. Two bursts a few seconds apart hold the window means out for twice as long, so a streak counts only while
-the window's median second departs too (a fault holds every second out), or once it has lasted `unconfirmed_after`
-windows (bursts that go on, a few a window).
+Each column (a channel's window mean, its within-window spread, a pruned channel's residual from its
+representative) keeps the median of its window statistic over the baseline and two noise scales, one per side: the
+distance from the median to the baseline's `tail_share` and 1 − `tail_share` quantiles, in standard-normal units, so
+a skewed channel (bursts above, a floor below) is measured on each side by what that side does. A window departs on
+a column when its statistic lies further from the median than `limit` noise scales, and further than the column's
+practical floor in its own units where the unit is known (a few events for counters, `byte_floor` for memory,
+`core_floor` for time busy, `count_floor` for whole-number gauges, `percent_floor` for shares); a table without
+units has no floors, so its verdicts do not change when a column is shifted or scaled. Departures are told in
+limits: 1 is the edge, 2 twice as far.
 
-A busy channel's band spans the brief peaks of its baseline (a step's burst of CPU, an evaluation pass), so a fault
-that holds the channel at such a level for half a minute stays inside it. Each channel therefore also keeps a
-sustained band: the highest level its baseline held for `sustained_windows` consecutive windows and the lowest (from
-a baseline of at least `sustained_baseline` windows: a shorter one has not seen what the host holds), with a width of
-at least `sustained_relative_floor` of the channel's level, since levels held for seconds vary more than the baseline's
-few minutes show. A channel that stays beyond that band, by the same widths, for `sustained_windows` windows counts
-too; one that stays beyond it for `adopt_after` windows gets its band widened to its plain band.
+`limit` is one number for the host, calibrated over all its columns at once: on the baseline, the largest
+departure over columns in each window is the host's statistic, and the limit is the smallest one at which the
+baseline opens no more than `risk` runs of departing windows a day (a run lasts the persistence). A baseline too
+short to have seen that many days extrapolates with a tail fitted to its statistic (peaks over threshold), and a
+short baseline widens the limit by Student's t over the number of independent windows it holds (30 overlapping
+windows know less than 3,000). So 700 channels do not page 700 times as often as one, and a few minutes of baseline
+judge only large changes.
 
-Bands follow slow drift: every `history_stride`-th window is kept with the channels that stayed in their bands, and
-the bands are learned again from them whenever the host's baseline is refreshed, so page cache that grows over hours
-moves the band with it while a fault, which departs, does not become normal while it lasts. A channel that has stayed
-out of its band for `adopt_after` windows (or for `adopt_share` of about as many, returning now and then) has changed
-level for good (a new job phase, a configuration change): its band is widened to
-take in the new level, and the channel stops counting.
+A column counts once it has departed for `persist_s` seconds running: one instant's burst lies in every window that
+holds it, and `persist_s` is longer than the window. Until a streak has lasted `unconfirmed_s`, it counts only while
+the window's median third departs too, so two bursts a few seconds apart do not count while a fault, which holds
+the whole window out, does. Spreads count only when they rise (a channel that got steadier is not a fault by
+itself); secondary columns (spreads, residuals) must depart by `secondary_departure` limits.
+
+Bands follow slow drift: every `history_every_s` seconds the window joins a history with the columns that stayed
+within their limits, and the model is learned again from it when the host's baseline is refreshed. A column out for
+`adopt_after_s` seconds (or for `adopt_share` of about as long, returning now and then) has changed level for good:
+its model takes in the new level, and it stops counting.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from scipy.stats import norm, t as student_t
+
+from stream_jobs.engine.thresholds import PotThreshold
 
 MAD_TO_SIGMA = 1.4826
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
+SECONDS_PER_DAY = 86400.0
+# The baseline must have room for this many runs at the promised rate before its own runs set the limit; a shorter
+# one extrapolates from a tail fit.
+MIN_RUNS_TO_COUNT = 3
+# The history a column's model is learned again from holds at least this many windows, whatever the stride.
+MIN_HISTORY_WINDOWS = 200
 
 
 @dataclass(frozen=True)
 class WatchSettings:
-    """How bands are learned and how far and how long a channel must leave its band to count."""
+    """How each column's model of normal is learned and how far and how long a column must depart to count.
+    Durations are seconds, floors are in the channel's own units."""
 
-    low_quantile: float = 0.005
-    high_quantile: float = 0.995
-    relative_floor: float = 0.05
-    spread_relative_floor: float = 0.01
-    residual_floor: float = 0.5
+    tail_share: float = 0.01
+    min_limit: float = 2.0
     min_events: float = 5.0
     byte_floor: float = 16 * 2**20
     core_floor: float = 0.05
     count_floor: float = 2.0
     percent_floor: float = 1.0
+    residual_floor: float = 0.5
     departure: float = 1.0
     secondary_departure: float = 1.5
-    persist_windows: int = 4
-    unconfirmed_after: int = 10
-    sustained_windows: int = 16
-    sustained_baseline: int = 300
-    sustained_relative_floor: float = 1.0
-    busy_floors: float = 10.0
-    history_stride: int = 5
-    history_windows: int = 720
-    adopt_after: int = 600
+    persist_s: float = 4.0
+    unconfirmed_s: float = 10.0
+    history_every_s: float = 5.0
+    history_span_s: float = 720.0
+    adopt_after_s: float = 600.0
     adopt_share: float = 0.8
 
     def __post_init__(self):
-        if not 0 <= self.low_quantile < self.high_quantile <= 1:
-            raise ValueError(f"low_quantile {self.low_quantile} and high_quantile {self.high_quantile} must satisfy "
-                             "0 ≤ low < high ≤ 1")
+        if not 0 < self.tail_share < 0.5:
+            raise ValueError(f"tail_share is {self.tail_share}; expected between 0 and 0.5")
         if not 0 < self.adopt_share < 1:
-            raise ValueError(f"adopt_share {self.adopt_share} must lie between 0 and 1")
-        if self.adopt_after <= self.persist_windows:
-            raise ValueError(f"adopt_after {self.adopt_after} must exceed persist_windows {self.persist_windows}")
-        if self.persist_windows < 1 or self.history_stride < 1 or self.history_windows < 10:
-            raise ValueError("persist_windows and history_stride must be ≥ 1, history_windows ≥ 10")
-        if not self.persist_windows < self.sustained_windows < self.adopt_after:
-            raise ValueError(f"sustained_windows {self.sustained_windows} must lie between persist_windows "
-                             f"{self.persist_windows} and adopt_after {self.adopt_after}")
-        if not (self.departure > 0 and self.relative_floor >= 0 and self.residual_floor >= 0 and self.min_events >= 0
+            raise ValueError(f"adopt_share is {self.adopt_share}; expected between 0 and 1")
+        if not 0 < self.persist_s < self.adopt_after_s:
+            raise ValueError(f"persist_s {self.persist_s} must be > 0 and below adopt_after_s {self.adopt_after_s}")
+        if self.history_every_s <= 0 or self.history_span_s < 10 * self.history_every_s:
+            raise ValueError("history_every_s must be > 0 and history_span_s at least 10 times it")
+        if not (self.departure > 0 and self.min_limit > 0 and self.residual_floor >= 0 and self.min_events >= 0
                 and self.byte_floor >= 0 and self.count_floor >= 0 and self.core_floor >= 0
                 and self.percent_floor >= 0):
-            raise ValueError("departure must be > 0; relative_floor, residual_floor, min_events, byte_floor, "
+            raise ValueError("departure and min_limit must be > 0; residual_floor, min_events, byte_floor, "
                              "count_floor, core_floor and percent_floor ≥ 0")
+
+
+@dataclass(frozen=True)
+class WatchTiming:
+    """The watch's durations as window counts at one stride: the only place seconds become windows."""
+
+    persist: int
+    unconfirmed: int
+    history_stride: int
+    history_windows: int
+    adopt_after: int
+
+    @classmethod
+    def of(cls, settings: WatchSettings, stride_s: float) -> WatchTiming:
+        windows = lambda seconds: max(1, math.ceil(seconds / stride_s - 1e-9))
+        persist = windows(settings.persist_s)
+        history_stride = windows(settings.history_every_s)
+        return cls(persist, max(persist, windows(settings.unconfirmed_s)), history_stride,
+                   max(MIN_HISTORY_WINDOWS, windows(settings.history_span_s) // history_stride),
+                   max(persist + 1, windows(settings.adopt_after_s)))
 
 
 @dataclass(frozen=True, eq=False)
 class ChannelBands:
-    """Each channel's baseline band [low, high], the width a departure is measured in, median and robust spread."""
+    """Each column's model of normal: the median of its window statistic over the baseline, its noise scale above
+    and below (σ-equivalents), its floor in its own units, and the host's calibrated limit in noise scales."""
 
-    low: np.ndarray
-    high: np.ndarray
-    width: np.ndarray
     median: np.ndarray
-    sigma: np.ndarray
+    above: np.ndarray
+    below: np.ndarray
+    floor: np.ndarray
+    limit: float = 1.0
 
     @classmethod
-    def fit(cls, means: np.ndarray, event_floor: np.ndarray, settings: WatchSettings, trim: float = 0.0) -> ChannelBands:
-        """Bands of window means (windows × channels); `event_floor` is each channel's smallest meaningful width in
-        its own units (0 for none). A channel never read in the baseline gets an empty band: it is not judged.
-        `trim` leaves that share of each channel's most extreme windows out of its band (half on each side), for a
-        baseline that may itself hold anomalies, such as a run judged against itself."""
-        low_quantile = max(settings.low_quantile, trim / 2)
-        high_quantile = min(settings.high_quantile, 1 - trim / 2)
+    def fit(cls, stats: np.ndarray, floor: np.ndarray, settings: WatchSettings, trim: float = 0.0,
+            limit: float = 1.0) -> ChannelBands:
+        """The model of a baseline's window statistics (windows × columns). `trim` measures the noise at a less
+        extreme quantile, for a baseline that may itself hold anomalies (a run judged against itself). A column
+        read in fewer than two windows has no model: it is not judged."""
+        tail = max(settings.tail_share, trim / 2)
+        stats = np.asarray(stats, dtype=np.float64)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            low, high = np.nanquantile(means, [low_quantile, high_quantile], axis=0)
-            median = np.nanmedian(means, axis=0)
-            sigma = MAD_TO_SIGMA * np.nanmedian(np.abs(means - median), axis=0)
-        width = np.fmax(np.fmax(high - low, settings.relative_floor * np.abs(median)), event_floor)
-        width = np.where(width > 0, width, np.nan)
-        sigma = np.fmax(sigma, width / 6.0)
-        return cls(low, high, width, median, sigma)
+            median = np.nanmedian(stats, axis=0)
+            low, high = np.nanquantile(stats, [tail, 1 - tail], axis=0)
+            spread = np.nanstd(stats, axis=0)
+        sparse = 0.1 * np.nan_to_num(spread)
+        unit = norm.ppf(1 - tail)
+        above = np.fmax((high - median) / unit, sparse)
+        below = np.fmax((median - low) / unit, sparse)
+        unknown = np.isfinite(stats).sum(axis=0) < 2
+        median = np.where(unknown, np.nan, median)
+        return cls(median, above, below, np.asarray(floor, dtype=np.float64), float(limit))
 
-    def sustained(self, means: np.ndarray, event_floor: np.ndarray, settings: WatchSettings, trim: float = 0.0,
-                  stride: int = 1) -> ChannelBands | None:
-        """The band of levels a baseline's window means (rows × channels, one row every `stride` windows) held for
-        `settings.sustained_windows` windows in a row: from the lowest level they stayed under to the highest they
-        stayed over, inside this band; None for a baseline shorter than `settings.sustained_baseline` windows."""
-        run = max(2, -(-settings.sustained_windows // stride))
-        if len(means) < run or len(means) * stride < settings.sustained_baseline:
-            return None
-        runs = sliding_window_view(means, run, axis=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            high = np.nanquantile(np.nanmin(runs, axis=2), 1 - trim / 2, axis=0)
-            low = np.nanquantile(np.nanmax(runs, axis=2), trim / 2, axis=0)
-        high, low = np.fmin(high, self.high), np.fmax(low, self.low)
-        width = np.fmax(np.fmax(high - low, settings.sustained_relative_floor * np.abs(self.median)), event_floor)
-        busy = np.abs(self.median) > settings.busy_floors * event_floor
-        return ChannelBands(low, high, np.where(busy & (width > 0), width, np.nan), self.median, self.sigma)
+    def with_limit(self, limit: float) -> ChannelBands:
+        return ChannelBands(self.median, self.above, self.below, self.floor, float(limit))
 
-    def departure(self, means: np.ndarray) -> np.ndarray:
-        """How far each channel's mean lies outside its band, in band widths: positive above, negative below, 0
-        inside, and 0 where either side is unknown."""
-        with np.errstate(invalid="ignore"):
-            above = (means - self.high) / self.width
-            below = (means - self.low) / self.width
-        return np.nan_to_num(np.where(above > 0, above, np.where(below < 0, below, 0.0)), nan=0.0)
+    @property
+    def sigma(self) -> np.ndarray:
+        """One noise scale per column, for telling: the mean of the two sides'."""
+        return 0.5 * (self.above + self.below)
 
-    def z(self, means: np.ndarray) -> np.ndarray:
-        """(mean − median) / robust spread, uncapped; 0 where unknown."""
+    def z(self, values: np.ndarray) -> np.ndarray:
+        """(value − median) in the noise scale of its side (where a floor is wider than the limit's noise, the floor
+        over the limit), uncapped; 0 where unknown or where nothing is allowed."""
+        offset = np.asarray(values, dtype=np.float64) - self.median
+        scale = np.fmax(np.where(offset >= 0, self.above, self.below), self.floor / self.limit)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.nan_to_num((means - self.median) / self.sigma, nan=0.0, posinf=0.0, neginf=0.0)
+            return np.nan_to_num(np.where(scale > 0, offset / scale, 0.0), nan=0.0, posinf=0.0, neginf=0.0)
+
+    def departure(self, values: np.ndarray) -> np.ndarray:
+        """How far each value lies from the median, in allowed distances: the limit times the side's noise scale,
+        or the floor where that is larger. |departure| ≥ 1 departs; 0 where unknown or where nothing is allowed."""
+        offset = np.asarray(values, dtype=np.float64) - self.median
+        allowed = np.fmax(self.limit * np.where(offset >= 0, self.above, self.below), self.floor)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.nan_to_num(np.where(allowed > 0, offset / allowed, 0.0), nan=0.0, posinf=0.0, neginf=0.0)
+
+    def exceeding_floor(self, values: np.ndarray) -> np.ndarray:
+        """Each column's |z| where its offset also clears its floor (a column that cannot depart at any limit
+        is 0): the statistic the host's limit is calibrated on."""
+        offset = np.asarray(values, dtype=np.float64) - self.median
+        scale = np.where(offset >= 0, self.above, self.below)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = np.nan_to_num(np.where(scale > 0, np.abs(offset) / scale, 0.0), nan=0.0, posinf=0.0)
+        return np.where(np.abs(offset) >= self.floor, z, 0.0)
 
     def to_json(self) -> dict:
-        return {name: [None if not np.isfinite(v) else float(v) for v in getattr(self, name)]
-                for name in ("low", "high", "width", "median", "sigma")}
+        listed = lambda values: [None if not np.isfinite(v) else float(v) for v in values]
+        return {"median": listed(self.median), "above": listed(self.above), "below": listed(self.below),
+                "floor": listed(self.floor), "limit": self.limit}
 
     @classmethod
     def from_json(cls, data: dict) -> ChannelBands:
-        return cls(*(np.array([np.nan if v is None else v for v in data[name]], dtype=np.float64)
-                     for name in ("low", "high", "width", "median", "sigma")))
+        array = lambda name: np.array([np.nan if v is None else v for v in data[name]], dtype=np.float64)
+        return cls(array("median"), array("above"), array("below"), np.nan_to_num(array("floor")),
+                   float(data["limit"]))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What the host's limit is calibrated against: the promised false runs per day, the stride and window."""
+
+    risk: float = 0.5
+    stride_s: float = 1.0
+    window_s: float = 3.0
+
+    def __post_init__(self):
+        if not self.risk > 0 or not self.stride_s > 0 or not self.window_s > 0:
+            raise ValueError(f"risk {self.risk}, stride_s {self.stride_s} and window_s {self.window_s} must be > 0")
+
+
+def calibrated_limit(statistic: np.ndarray, persist_rows: int, spacing: int, calibration: Calibration,
+                     min_limit: float, columns: int = 1) -> float:
+    """The host's limit in noise scales: the smallest at which the baseline's statistic (the largest |z| over
+    columns in each row; rows `spacing` windows apart) opens at most `risk` runs of `persist_rows` rows a day; a
+    baseline too short to count that extrapolates the level held for `persist_rows` rows with a peaks-over-threshold
+    tail at `risk` a day. Widened by Student's t over
+    the baseline's independent windows at the tail one of its `columns` is allowed, never below `min_limit`."""
+    statistic = np.nan_to_num(np.asarray(statistic, dtype=np.float64), nan=0.0)
+    if statistic.size == 0:
+        return math.inf
+    row_s = spacing * calibration.stride_s
+    days = statistic.size * row_s / SECONDS_PER_DAY
+    allowed = calibration.risk * days
+    held = _held(statistic, persist_rows)
+    if allowed >= MIN_RUNS_TO_COUNT:
+        limit = _fewest_runs_limit(held, allowed)
+    else:
+        limit = PotThreshold(min(0.5, calibration.risk * row_s / SECONDS_PER_DAY)).fit(held)
+    independent = statistic.size * row_s / max(calibration.window_s, row_s)
+    column_tail = min(1e-3, calibration.risk * row_s / SECONDS_PER_DAY / (2 * max(columns, 1)))
+    return max(float(limit) * short_baseline_widening(independent, 1 - column_tail), min_limit)
+
+
+def short_baseline_widening(independent_windows: float, quantile: float = 0.999) -> float:
+    """How much wider a limit learned from this many independent windows must be: Student's t over the normal at
+    the quantile a column is judged at (1.0 for thousands, about 1.4 for ten at 0.999, more further out).
+
+    >>> round(short_baseline_widening(10), 2), round(short_baseline_widening(1e6), 2)
+    (1.39, 1.0)
+    """
+    dof = max(1.0, independent_windows - 1)
+    return float(student_t.ppf(quantile, dof) / norm.ppf(quantile))
+
+
+def _held(statistic: np.ndarray, persist_rows: int) -> np.ndarray:
+    """The level the statistic stayed at or above for the last `persist_rows` rows, at every row: what a
+    persisted departure must exceed."""
+    if statistic.size < persist_rows:
+        return np.zeros(1)
+    return np.min(np.lib.stride_tricks.sliding_window_view(statistic, persist_rows), axis=1)
+
+
+def _fewest_runs_limit(held: np.ndarray, allowed: float) -> float:
+    """The smallest level L such that, at L and above, the rows where the held statistic is ≥ L form at most
+    `allowed` runs."""
+    previous = np.concatenate([[-np.inf], held[:-1]])
+    levels = np.unique(held)
+    starts = np.sort(held)
+    both = np.sort(np.fmin(previous, held))
+    runs = (starts.size - np.searchsorted(starts, levels, side="left")) \
+        - (both.size - np.searchsorted(both, levels, side="left"))
+    too_many = np.flatnonzero(runs > allowed)
+    if too_many.size == 0:
+        return float(levels[0]) if levels[0] > 0 else 0.0
+    index = too_many[-1] + 1
+    return float(levels[index]) if index < levels.size else float(levels[-1]) * (1 + 1e-9) + 1e-12
 
 
 @dataclass(frozen=True, eq=False)
 class WatchVerdict:
-    """One window on every channel: signed departure in band widths, z, runs of departing windows, which channels
-    have persisted (the window's finding), and the bands it was judged against (a band may widen right after)."""
+    """One window on every column: signed departure in allowed distances, z in noise scales, runs of departing
+    windows, which columns have persisted (the window's finding), and the model it was judged against."""
 
     departure: np.ndarray
     z: np.ndarray
@@ -187,44 +277,63 @@ class WatchVerdict:
 
     @property
     def severity(self) -> float:
-        """The largest |departure| among persisted channels (0 when none)."""
+        """The largest |departure| among persisted columns (0 when none)."""
         return float(np.abs(self.departure[self.persisted]).max(initial=0.0))
 
 
 class ChannelWatch:
-    """Bands for every channel of one host, persistence runs, and the history the bands are refreshed from."""
+    """The model of every column of one host, persistence runs, and the history the model is refreshed from."""
 
     def __init__(self, event_floor: np.ndarray, settings: WatchSettings = WatchSettings(),
-                 secondary: np.ndarray | None = None, rising_only: np.ndarray | None = None):
+                 secondary: np.ndarray | None = None, rising_only: np.ndarray | None = None,
+                 calibration: Calibration = Calibration()):
         self.event_floor = np.asarray(event_floor, dtype=np.float64)
         self.settings = settings
+        self.calibration = calibration
+        self.timing = WatchTiming.of(settings, calibration.stride_s)
         secondary = np.zeros(len(self.event_floor), dtype=bool) if secondary is None else np.asarray(secondary, bool)
         self.threshold = np.where(secondary, settings.secondary_departure, settings.departure)
         rising = np.zeros(len(self.event_floor), dtype=bool) if rising_only is None else np.asarray(rising_only, bool)
+        self.rising_only = rising
         self.falling_threshold = np.where(rising, np.inf, self.threshold)
         self.bands: ChannelBands | None = None
-        self.sustained: ChannelBands | None = None
         self.streak = np.zeros(len(self.event_floor), dtype=np.int64)
-        self.sustained_streak = np.zeros(len(self.event_floor), dtype=np.int64)
         self.out_share = np.zeros(len(self.event_floor))
-        self.held_out_share = np.zeros(len(self.event_floor))
-        self._share_step = 1.0 - (1.0 - settings.adopt_share) ** (1.0 / settings.adopt_after)
-        self._history: deque = deque(maxlen=max(10, settings.history_windows // settings.history_stride))
-        self._recent: deque = deque(maxlen=max(2, settings.adopt_after // settings.history_stride))
+        self._share_step = 1.0 - (1.0 - settings.adopt_share) ** (1.0 / self.timing.adopt_after)
+        self._history: deque = deque(maxlen=self.timing.history_windows)
+        self._recent: deque = deque(maxlen=max(2, self.timing.adopt_after // self.timing.history_stride))
         self._windows = 0
         self.last_observed = np.zeros(len(self.event_floor))
 
-    def fit(self, baseline_means: np.ndarray, trim: float = 0.0) -> ChannelWatch:
-        """Learn the bands from the baseline's window means (windows × channels), `trim` as in ChannelBands.fit."""
-        means = np.asarray(baseline_means, dtype=np.float64)
-        self.bands = ChannelBands.fit(means, self.event_floor, self.settings, trim)
-        self.sustained = self.bands.sustained(means, self.event_floor, self.settings, trim)
-        self.sustained_streak[:] = 0
-        self.out_share[:], self.held_out_share[:] = 0.0, 0.0
+    def fit(self, baseline: np.ndarray, trim: float = 0.0) -> ChannelWatch:
+        """Learn every column's model and the host's limit from the baseline's windows (windows × columns, NaN
+        where a column was not computed); `trim` as in ChannelBands.fit, and that share of the most unusual
+        windows is left out of the calibration."""
+        stats = np.asarray(baseline, dtype=np.float64)
+        bands = ChannelBands.fit(stats, self.event_floor, self.settings, trim)
+        self.bands = bands.with_limit(self._calibrate(bands, stats, 1, trim))
+        self.out_share[:] = 0.0
         self._history.clear()
-        self._history.extend(np.asarray(baseline_means, dtype=np.float32)[::-self.settings.history_stride][::-1])
+        self._history.extend(stats.astype(np.float32)[::-self.timing.history_stride][::-1])
         self.streak[:] = 0
         return self
+
+    def _calibrate(self, bands: ChannelBands, stats: np.ndarray, spacing: int, trim: float) -> float:
+        """The host's limit for these bands on these baseline rows (see calibrated_limit)."""
+        if stats.shape[0] == 0:
+            return math.inf
+        raw = bands.exceeding_floor(stats)
+        raw = np.where(self.rising_only & (stats < bands.median), 0.0, raw) / self.threshold
+        statistic = np.nanmax(np.where(np.isfinite(raw), raw, 0.0), axis=1, initial=0.0)
+        if trim > 0 and statistic.size:
+            statistic = np.where(statistic > np.quantile(statistic, 1 - trim), 0.0, statistic)
+        persist_rows = max(1, math.ceil(self.timing.persist / spacing))
+        judged = int(np.count_nonzero(np.isfinite(bands.median)))
+        return calibrated_limit(statistic, persist_rows, spacing, self.calibration, self.settings.min_limit, judged)
+
+    @property
+    def limit(self) -> float:
+        return self.bands.limit if self.bands is not None else math.inf
 
     def _confirmed(self, departure: np.ndarray, inner: np.ndarray) -> np.ndarray:
         """True where no inner statistic is given, or where it departs on the same side as the window's own."""
@@ -233,116 +342,83 @@ class ChannelWatch:
         return np.isnan(inner) | (same_side & self._departing(inner_departure))
 
     def _departing(self, departure: np.ndarray) -> np.ndarray:
-        """Columns out by their threshold: above their band, or below it unless they count only when they rise."""
+        """Columns out by their threshold: above, or below unless they count only when they rise."""
         return (departure >= self.threshold) | (departure <= -self.falling_threshold)
 
-    def restore(self, bands: ChannelBands, sustained: ChannelBands | None = None) -> None:
-        """Take over saved bands (a worker restarting); persistence runs start from zero."""
-        self.bands, self.sustained = bands, sustained
+    def restore(self, bands: ChannelBands) -> None:
+        """Take over a saved model (a worker restarting); persistence runs start from zero."""
+        self.bands = bands
         self.streak[:] = 0
-        self.sustained_streak[:] = 0
-        self.out_share[:], self.held_out_share[:] = 0.0, 0.0
+        self.out_share[:] = 0.0
 
-    def judge(self, means: np.ndarray, inner: Callable[[], np.ndarray | None] | None = None) -> WatchVerdict:
-        """Judge one window's channel means; windows that do not depart join the history, and the bands are learned
-        again from it every `refit_every` windows. `inner()` gives each column's statistic taken robustly within the
-        window (NaN where there is none; asked for only when a streak needs it): a column that has departed for a
-        streak counts only while that departs too, on the same side, so a burst of a second, or two of them a few
-        seconds apart, which hold the window means out for a streak, do not count, while a fault that holds the whole
-        window out counts as soon as before; bursts that go on (a streak of `unconfirmed_after` windows) count all
-        the same."""
+    def judge(self, values: np.ndarray, inner: Callable[[], np.ndarray | None] | None = None) -> WatchVerdict:
+        """Judge one window's columns; `inner()` gives each column's statistic taken robustly within the window
+        (its median third; NaN where there is none; asked for only when a streak needs it): a streak shorter
+        than the confirmation time counts only while that departs too, on the same side."""
         if self.bands is None:
             raise RuntimeError("ChannelWatch.judge called before fit")
-        self.last_observed = np.asarray(means, dtype=np.float64)
-        departure = self.bands.departure(means)
+        self.last_observed = np.asarray(values, dtype=np.float64)
+        departure = self.bands.departure(values)
         departing = self._departing(departure)
         self.streak = np.where(departing, self.streak + 1, 0)
         self.out_share += self._share_step * (departing - self.out_share)
-        persisted = self.streak >= self.settings.persist_windows
-        unconfirmed = persisted & (self.streak < self.settings.unconfirmed_after)
-        values = inner() if inner is not None and unconfirmed.any() else None
-        if values is not None:
-            persisted &= ~unconfirmed | self._confirmed(departure, np.asarray(values, dtype=np.float64))
-        if self.sustained is not None:
-            held = self.sustained.departure(means)
-            held_departing = self._departing(held)
-            self.sustained_streak = np.where(held_departing, self.sustained_streak + 1, 0)
-            self.held_out_share += self._share_step * (held_departing - self.held_out_share)
-            held_long = (self.sustained_streak >= self.settings.sustained_windows) & ~persisted
-            departure, persisted = np.where(held_long, held, departure), persisted | held_long
-            departing = departing | held_departing
-        verdict = WatchVerdict(departure, self.bands.z(means), np.fmax(self.streak, self.sustained_streak), persisted,
-                               self.bands)
-        self._remember(means, departing)
-        self._adopt(self._changed_for_good(self.out_share))
-        self._widen_sustained(self._changed_for_good(self.held_out_share))
+        persisted = self.streak >= self.timing.persist
+        unconfirmed = persisted & (self.streak < self.timing.unconfirmed)
+        inner_values = inner() if inner is not None and unconfirmed.any() else None
+        if inner_values is not None:
+            persisted &= ~unconfirmed | self._confirmed(departure, np.asarray(inner_values, dtype=np.float64))
+        verdict = WatchVerdict(departure, self.bands.z(values), self.streak.copy(), persisted, self.bands)
+        self._remember(values, departing)
+        self._adopt(self.out_share >= self.settings.adopt_share - 1e-9)
         return verdict
 
-    def _changed_for_good(self, out_share: np.ndarray) -> np.ndarray:
-        """Channels whose recent share of windows out of a band (a moving average that `adopt_after` windows out in a
-        row bring to `adopt_share`) reached `adopt_share`: out for `adopt_after` windows running, or for somewhat
-        longer with brief returns. A level that flickers back into its band now and then has changed as much as one
-        that never does, and would otherwise hold its incident open for good."""
-        return out_share >= self.settings.adopt_share - 1e-9
-
     def _adopt(self, changed: np.ndarray) -> None:
-        """Widen the bands of channels that left them for good to take in their recent level."""
+        """Columns that left their model for good take in their recent level: its median, and scales wide enough
+        to hold its spread."""
         if not changed.any() or len(self._recent) < 2:
             return
         recent = np.asarray(self._recent, dtype=np.float64)[:, changed]
+        fresh = ChannelBands.fit(recent, self.event_floor[changed], self.settings)
+        median, above, below = self.bands.median.copy(), self.bands.above.copy(), self.bands.below.copy()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            recent_low, recent_high = np.nanquantile(recent, [self.settings.low_quantile,
-                                                              self.settings.high_quantile], axis=0)
-        low, high, width = self.bands.low.copy(), self.bands.high.copy(), self.bands.width.copy()
-        median = self.bands.median.copy()
-        low[changed], high[changed] = np.fmin(low[changed], recent_low), np.fmax(high[changed], recent_high)
-        width[changed] = np.fmax(width[changed], high[changed] - low[changed])
-        median[changed] = np.nanmedian(recent, axis=0)
-        self.bands = ChannelBands(low, high, width, median, np.fmax(self.bands.sigma, width / 6.0))
+            low, high = np.nanmin(recent, axis=0), np.nanmax(recent, axis=0)
+        limit = self.bands.limit
+        median[changed] = fresh.median
+        above[changed] = np.fmax(np.fmax(above[changed], fresh.above), (high - fresh.median) / limit)
+        below[changed] = np.fmax(np.fmax(below[changed], fresh.below), (fresh.median - low) / limit)
+        self.bands = ChannelBands(median, above, below, self.bands.floor, limit)
         self.streak[changed] = 0
         self.out_share[changed] = 0.0
-        self._widen_sustained(changed)
 
-    def _widen_sustained(self, changed: np.ndarray) -> None:
-        """Give channels that stayed beyond their sustained band for good their plain band as sustained band."""
-        if self.sustained is not None and changed.any():
-            self.sustained = _merged(~changed, self.sustained, self.bands)
-            self.sustained_streak[changed] = 0
-            self.held_out_share[changed] = 0.0
-
-    def _remember(self, means: np.ndarray, departing: np.ndarray) -> None:
-        """Keep every `history_stride`-th window: for the history only the channels that stayed in their bands,
-        for adoption all of them."""
+    def _remember(self, values: np.ndarray, departing: np.ndarray) -> None:
+        """Keep every `history_stride`-th window: for the history only the columns within their limits, for
+        adoption all of them."""
         self._windows += 1
-        if self._windows % self.settings.history_stride == 0:
-            self._recent.append(np.asarray(means, dtype=np.float32))
-            self._history.append(np.where(departing, np.nan, means).astype(np.float32))
+        if self._windows % self.timing.history_stride == 0:
+            self._recent.append(np.asarray(values, dtype=np.float32))
+            self._history.append(np.where(departing, np.nan, values).astype(np.float32))
 
     def refit(self) -> bool:
-        """Learn the bands again from the history (a channel with too few windows in it keeps its band); the
-        caller decides when, so that a replay refits where the live run did."""
+        """Follow slow drift: each column's median is learned again from the history, and its noise scales widen to
+        the history's where that is wider (a history of a few hundred windows measures a tail less well than the
+        baseline, so it never narrows one); a column with too few windows in it keeps its own, and the limit stays
+        as calibrated. The caller decides when, so that a replay refits where the live run did."""
         if len(self._history) < 10:
             return False
         history = np.asarray(self._history, dtype=np.float64)
-        fresh = ChannelBands.fit(history, self.event_floor, self.settings)
+        fresh = ChannelBands.fit(history, self.event_floor, self.settings, limit=self.bands.limit)
         keep = np.isfinite(history).sum(axis=0) < 10
-        self.bands = _merged(keep, self.bands, fresh)
-        if self.sustained is not None:
-            held = fresh.sustained(history, self.event_floor, self.settings, stride=self.settings.history_stride)
-            self.sustained = _merged(keep, self.sustained, held) if held is not None else self.sustained
+        median = np.where(keep, self.bands.median, fresh.median)
+        above = np.where(keep, self.bands.above, np.fmax(self.bands.above, fresh.above))
+        below = np.where(keep, self.bands.below, np.fmax(self.bands.below, fresh.below))
+        self.bands = ChannelBands(median, above, below, self.bands.floor, self.bands.limit)
         return True
 
     @property
     def longest_run(self) -> int:
-        """The longest current run of departing windows among the channels, on either band."""
-        return int(max(self.streak.max(initial=0), self.sustained_streak.max(initial=0)))
-
-
-def _merged(keep: np.ndarray, kept: ChannelBands, fresh: ChannelBands) -> ChannelBands:
-    """`kept`'s bands where `keep` is true, `fresh`'s elsewhere."""
-    return ChannelBands(*(np.where(keep, getattr(kept, name), getattr(fresh, name))
-                          for name in ("low", "high", "width", "median", "sigma")))
+        """The longest current run of departing windows among the columns."""
+        return int(self.streak.max(initial=0))
 
 
 def counts_things(signal: np.ndarray, gauges: np.ndarray) -> np.ndarray:
@@ -354,6 +430,6 @@ def counts_things(signal: np.ndarray, gauges: np.ndarray) -> np.ndarray:
 
 
 def event_floor(cumulative: np.ndarray, window_s: float, min_events: float) -> np.ndarray:
-    """The smallest meaningful band width per channel: `min_events` per window, as a rate, for counters (whose
-    signal is a rate per second); none for gauges, whose floor is relative to their level."""
+    """The smallest meaningful change per channel: `min_events` per window, as a rate, for counters (whose signal
+    is a rate per second); none for gauges, whose floors come from their units."""
     return np.where(np.asarray(cumulative, dtype=bool), min_events / window_s, 0.0)

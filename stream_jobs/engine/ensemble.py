@@ -11,6 +11,8 @@ from stream_jobs.engine.detectors import Detector, restore_detector, standard_de
 from stream_jobs.engine.thresholds import PotThreshold, TopFractionThreshold
 
 MODES = ("calibrated", "paper")
+# In paper mode a window is flagged when this many detectors put it in their baseline's top fraction (§4.3).
+PAPER_AGREEMENT = 2
 # In calibrated mode one detector alone raises an alert only when its score is at least this many times its
 # threshold: far enough past a 1e-4 tail that the others' silence means they cannot see it (a broken correlation
 # that only the Mahalanobis detector sees), not that it is noise.
@@ -35,8 +37,8 @@ class DetectorEnsemble:
 
     mode "calibrated": each threshold is a `PotThreshold` at `risk` per window, fixed until `refit`; a window is
     flagged when `min_agreement` detectors exceed their thresholds, or one exceeds its own `LONE_DETECTOR_MARGIN`
-    times. mode "paper" (§4.3): each threshold is a `TopFractionThreshold` that follows the run, so each detector
-    flags about `fraction` of the windows, and a window is flagged when any detector flags it.
+    times. mode "paper" (§4.3): each threshold is the top `fraction` of the detector's baseline scores, and a
+    window is flagged when `PAPER_AGREEMENT` detectors agree.
     Severity is the mean over detectors of score / threshold in both modes: agreement raises it.
 
     Thresholds are calibrated on out-of-fold baseline scores (each block of windows scored by detectors fitted on
@@ -93,21 +95,16 @@ class DetectorEnsemble:
         return np.column_stack([detector.score(windows) for detector in self.detectors])
 
     def judge(self, windows: np.ndarray) -> list[EnsembleVerdict]:
-        """One verdict per window, in order; in paper mode each window also moves the thresholds."""
+        """One verdict per window, in order."""
         scores = self.scores(windows)
-        thresholds = self._paper_thresholds(scores) if self.mode == "paper" else \
-            np.broadcast_to([threshold.threshold for threshold in self.thresholds], scores.shape)
+        thresholds = np.broadcast_to([threshold.threshold for threshold in self.thresholds], scores.shape)
         ratios = scores / np.fmax(thresholds, THRESHOLD_FLOOR)
         exceeded = scores > thresholds
         if self.mode == "paper":
-            flagged = exceeded.any(axis=1)
+            flagged = exceeded.sum(axis=1) >= min(PAPER_AGREEMENT, len(self.detectors))
         else:
             flagged = (exceeded.sum(axis=1) >= self.min_agreement) | (ratios >= LONE_DETECTOR_MARGIN).any(axis=1)
         return [self._verdict(*row) for row in zip(scores, thresholds, exceeded, ratios.mean(axis=1), flagged)]
-
-    def _paper_thresholds(self, scores: np.ndarray) -> np.ndarray:
-        """Each detector's top-fraction threshold as it stands once each window's score has joined the run."""
-        return np.array([[rule.update(score) for rule, score in zip(self.thresholds, row)] for row in scores])
 
     def _verdict(self, scores, thresholds, exceeded, severity, flagged) -> EnsembleVerdict:
         return EnsembleVerdict(dict(zip(self.names, map(float, scores))), dict(zip(self.names, map(float, thresholds))),

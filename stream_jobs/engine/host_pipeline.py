@@ -11,7 +11,8 @@ import numpy as np
 
 from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
-from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchVerdict, counts_things, event_floor
+from stream_jobs.engine.channel_watch import (SECONDS_PER_DAY, Calibration, ChannelBands, ChannelWatch, WatchTiming, WatchVerdict,
+                                              counts_things, event_floor)
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import standard_detectors
@@ -61,8 +62,8 @@ class HostPipeline(WatchedColumns):
         self.ratio_floors = np.zeros(len(self.signal_names))
         self.signal_levels = np.zeros(len(self.signal_names))
         self.steady = np.zeros(len(self.signal_names), dtype=bool)
-        self.watch = ChannelWatch(self._event_floors(), settings.watch)
-        self._window_starts: deque = deque(maxlen=settings.watch.adopt_after + 1)
+        self.watch = self._new_watch(self._event_floors())
+        self._window_starts: deque = deque(maxlen=WatchTiming.of(settings.watch, settings.stride_s).adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
         self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
         self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
@@ -108,7 +109,13 @@ class HostPipeline(WatchedColumns):
         self.learning_since_ns = None
         self._recent.clear()
         self.residuals = Residuals.none()
-        self.watch = ChannelWatch(self._event_floors(), self.settings.watch)
+        self.watch = self._new_watch(self._event_floors())
+
+    def _new_watch(self, floors: np.ndarray, secondary: np.ndarray | None = None,
+                   rising_only: np.ndarray | None = None) -> ChannelWatch:
+        """A channel watch calibrated to this pipeline's promise, stride and window."""
+        calibration = Calibration(self.settings.risk, self.settings.stride_s, self.settings.window_s)
+        return ChannelWatch(floors, self.settings.watch, secondary, rising_only, calibration)
 
     @property
     def _min_step_s(self) -> float:
@@ -139,8 +146,10 @@ class HostPipeline(WatchedColumns):
         verdict = self.ensemble.judge(features[None, :])[0]
         watched = self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
         self._window_starts.append(int(window.timestamps_ns[0]))
-        multivariate = self.settings.ensemble_alerts and verdict.flagged
-        flagged = watched.flagged or multivariate
+        paper = self.settings.mode == "paper"
+        multivariate = (paper or self.settings.ensemble_alerts) and verdict.flagged
+        flagged = multivariate if paper else watched.flagged or multivariate
+        watched = _silenced(watched) if paper else watched
         refitted = self._remember(features, flagged)
         z = self.ensemble.detectors[0].z(features[None, :])[0]
         explain = flagged or self.settings.explain_all
@@ -157,7 +166,14 @@ class HostPipeline(WatchedColumns):
             watched.severity if watched.flagged else verdict.severity, 1.0, flagged, detectors, subsystem,
             claim(top) if top else ("window departs from its baseline" if flagged else ""), evidence,
             {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
-            top.explanation if top else "", refitted, means, self._context(signal, window, z), watched)
+            top.explanation if top else "", refitted, means, self._context(signal, window, z), watched,
+            self.ranked_channels(watched) if explain else ())
+
+    def ranked_channels(self, watched: WatchVerdict) -> tuple[str, ...]:
+        """Every signal, furthest from its own normal first (the largest |departure| of its columns): what a
+        flagged window implicates, in order, whichever detector flagged it."""
+        return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-np.abs(self.signal_departures(watched)),
+                                                                             kind="stable")])
 
     def _lead(self, evidence: tuple[Contribution, ...], subsystem: str) -> Contribution:
         """The evidence a window's claim tells of: the strongest of the subsystem the window is named after, so that
@@ -220,18 +236,17 @@ class HostPipeline(WatchedColumns):
             return 0
         old_columns = {(previous.watched_name(i), previous.watched_feature(i)): i
                        for i in range(len(previous.watch.event_floor))}
-        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns(),
-                                  self._spread_columns())
+        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns())
         columns = [(self.signal_names[i % len(self.signal_names)], "mean" if i < len(self.signal_names) else "std")
                    for i in range(2 * len(self.signal_names))]
         source = np.array([old_columns.get(column, -1) for column in columns], dtype=np.int64)
         carried = source >= 0
         fields = []
-        for name in ("low", "high", "width", "median", "sigma"):
+        for name in ("median", "above", "below"):
             values = np.full(len(columns), np.nan)
             values[carried] = getattr(previous.watch.bands, name)[source[carried]]
             fields.append(values)
-        self.watch.restore(ChannelBands(*fields))
+        self.watch.restore(ChannelBands(*fields, self.watch.event_floor[:len(columns)], previous.watch.limit))
         return int(carried[:len(self.signal_names)].sum())
 
     def _fit_baseline(self) -> None:
@@ -264,8 +279,7 @@ class HostPipeline(WatchedColumns):
         for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
             baseline[row] = self._watched(signal, self._warmup_means[row])
         baseline[:, :len(self.signal_names)] = np.vstack(self._warmup_means)
-        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns(),
-                                  self._spread_columns())
+        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns())
         self.watch.fit(baseline, self.settings.baseline_trim)
 
     def _ratio_floors(self, baseline_means: np.ndarray) -> np.ndarray:
@@ -283,8 +297,9 @@ class HostPipeline(WatchedColumns):
         return floors
 
     def _new_ensemble(self) -> DetectorEnsemble:
+        per_window = min(0.5, self.settings.risk * self.settings.stride_s / SECONDS_PER_DAY)
         return DetectorEnsemble(standard_detectors(self.settings.seed), self.settings.mode,
-                                self.settings.min_agreement, self.settings.risk)
+                                self.settings.min_agreement, per_window)
 
     def _trimmed(self, baseline: np.ndarray) -> np.ndarray:
         """The baseline without its most severe `baseline_trim` share of windows: a baseline that may itself hold
@@ -339,15 +354,14 @@ class HostPipeline(WatchedColumns):
             raise RuntimeError("HostPipeline.state called before its baseline was learned")
         return {"signal_names": list(self.signal_names), "windows_seen": self.windows_seen,
                 "selection": self.selection.to_json() if self.selection else None,
-                "ensemble": self.ensemble.state(), "bands": self.watch.bands.to_json(),
-                "sustained_bands": self.watch.sustained.to_json() if self.watch.sustained is not None else None,
+                "ensemble": self.ensemble.state(), "model": self.watch.bands.to_json(),
                 "residuals": self.residuals.to_json(), "counted": np.flatnonzero(self.counted).tolist(),
                 "ratio_floors": self.ratio_floors.tolist(), "signal_levels": self.signal_levels.tolist(),
                 "steady": np.flatnonzero(self.steady).tolist()}
 
     def restore(self, state: dict) -> bool:
         """Take over a saved baseline if it was learned on the same channels; returns whether it was taken."""
-        if tuple(state["signal_names"]) != self.signal_names or "bands" not in state:
+        if tuple(state["signal_names"]) != self.signal_names or "model" not in state:
             return False
         self.selection = Selection.from_json(state["selection"]) if state["selection"] else None
         self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)
@@ -358,11 +372,8 @@ class HostPipeline(WatchedColumns):
         self.steady = np.isin(np.arange(len(self.signal_names)), state.get("steady", []))
         self.ratio_floors = np.asarray(state.get("ratio_floors", np.zeros(len(self.signal_names))), dtype=np.float64)
         self.signal_levels = np.asarray(state.get("signal_levels", np.zeros(len(self.signal_names))), np.float64)
-        self.watch = ChannelWatch(self._watch_floors(), self.settings.watch, self._secondary_columns(),
-                                  self._spread_columns())
-        sustained = state.get("sustained_bands")
-        self.watch.restore(ChannelBands.from_json(state["bands"]),
-                           ChannelBands.from_json(sustained) if sustained else None)
+        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns())
+        self.watch.restore(ChannelBands.from_json(state["model"]))
         self.windows_seen = state["windows_seen"]
         self.restored_through_ns = state.get("through_ns")
         return True
@@ -383,6 +394,11 @@ def refit_phase(host: str, refit_every: int) -> int:
     True
     """
     return zlib.crc32(host.encode("utf-8")) % refit_every
+
+
+def _silenced(watched: WatchVerdict) -> WatchVerdict:
+    """The watch's verdict with nothing persisted: in paper mode only the trio flags (§4.3)."""
+    return WatchVerdict(watched.departure, watched.z, watched.streak, np.zeros_like(watched.persisted), watched.bands)
 
 
 def _largest(z: np.ndarray, columns: np.ndarray) -> float:

@@ -101,7 +101,7 @@ class _OpenIncident:
         self.severity_by_subsystem[window.subsystem] += window.severity
         for channel, feature, z in window.evidence:
             self.evidence_counts[(channel, feature)] += 1
-            if abs(z) > abs(self.strongest_z.get((channel, feature), 0.0)):
+            if (channel, feature) not in self.strongest_z or abs(z) > abs(self.strongest_z[(channel, feature)]):
                 self.strongest_z[(channel, feature)] = z
         if window.lead is not None:
             channel, feature, z = window.lead

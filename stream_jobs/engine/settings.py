@@ -19,7 +19,7 @@ class EngineSettings:
     warmup_windows: int = 60
     evidence_limit: int = 5
     mode: str = "calibrated"
-    risk: float = 1e-4
+    risk: float = 0.5
     min_agreement: int = 1
     seed: int = 0
     selection_threshold: float | None = 0.5
@@ -34,6 +34,8 @@ class EngineSettings:
     def __post_init__(self):
         if self.warmup_windows < 10:
             raise ValueError(f"warmup_windows is {self.warmup_windows}; at least 10 baseline windows are needed")
+        if not self.risk > 0:
+            raise ValueError(f"risk is {self.risk}; expected false findings per host-day above 0")
         if self.mode not in MODES:
             raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
         if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:

@@ -33,6 +33,7 @@ class WindowVerdict:
     channel_means: np.ndarray | None = field(default=None, compare=False)
     context: "WindowContext | None" = field(default=None, compare=False)
     watch: WatchVerdict | None = field(default=None, compare=False)
+    ranked_channels: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import numpy as np
 from schemas.channels import AGENT_PREFIX
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict, event_floor
 
-# The agent's own metrics (its memory, its tick lag) tell of the agent, not of the host's workload.
+# A window's confirming statistic is the median of its parts' (see WatchedColumns._inner).
+CONFIRMING_PARTS = 3
 
 
 class WatchedColumns:
@@ -48,16 +49,11 @@ class WatchedColumns:
         spread over the baseline, so a fit that was tight does not turn a small change in the ratio of two channels
         into an event. A ratio of two counters is not judged by its spread: per sample it is the quotient of two
         handfuls of counts and leaps whenever a retransmission falls in a sample of few segments, while its mean
-        carries any lasting change. Spreads and residuals are also floored at `spread_relative_floor` of their
-        signal's baseline
-        level, so a near-constant gauge without a unit (a memory total in a table) that stops wobbling or drifts by a
-        few kilobytes from its fit is not an event."""
+        carries any lasting change."""
         floors = self._event_floors()
         spreads = np.where(self._cumulative | self._step_ratios, floors * self._one_sample_burst(), floors)
         spreads = np.where(self._step_ratios, np.inf, spreads)
-        spreads = np.fmax(spreads, self.settings.watch.spread_relative_floor * np.abs(self.signal_levels))
         residual = np.fmax(floors[self.residuals.dropped], self.settings.watch.residual_floor * self.residuals.spread)
-        residual = np.fmax(residual, self.settings.watch.spread_relative_floor * np.abs(self.residuals.level))
         residual_spreads = np.fmax(spreads[self.residuals.dropped], residual)
         return np.concatenate([floors, spreads, residual, residual_spreads])
 
@@ -79,13 +75,19 @@ class WatchedColumns:
         return ((index >= signals) & (index < 2 * signals)) | (index >= 2 * signals + residuals)
 
     def signal_departures(self, watched: WatchVerdict) -> np.ndarray:
-        """Each signal's departure: the largest of its watched columns'."""
+        """Each signal's departure: its watched columns' furthest, with its sign."""
         departures = np.zeros(len(self.signal_names))
-        owners = np.array([self.watched_signal(i) for i in range(len(watched.departure))], dtype=np.int64)
-        larger = np.abs(watched.departure)
-        order = np.argsort(larger, kind="stable")
-        departures[owners[order]] = watched.departure[order]
+        order = np.argsort(np.abs(watched.departure), kind="stable")
+        departures[self._column_owners(len(watched.departure))[order]] = watched.departure[order]
         return departures
+
+    def _column_owners(self, columns: int) -> np.ndarray:
+        """The signal each watched column belongs to."""
+        owners = getattr(self, "_owners", None)
+        if owners is None or len(owners) != columns:
+            owners = np.array([self.watched_signal(i) for i in range(columns)], dtype=np.int64)
+            self._owners = owners
+        return owners
 
     def watched_reference(self, index: int) -> str:
         """The representative a residual column is fitted on ('' for a signal's own columns)."""
@@ -104,16 +106,17 @@ class WatchedColumns:
 
     def _inner(self, signal: np.ndarray) -> np.ndarray | None:
         """The watched columns' confirmations (see ChannelWatch.judge): each column as the median over the window's
-        seconds, so one second's burst does not move it; None for a window under three seconds."""
-        seconds = round(signal.shape[0] * self.settings.interval_s)
-        if seconds < 3:
+        thirds, so a burst within one third does not move it, at any stride and sampling interval; None for a
+        window of fewer than three steps."""
+        if signal.shape[0] < CONFIRMING_PARTS:
             return None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmedian(np.stack([self._second(part) for part in np.array_split(signal, seconds)]), axis=0)
+            parts = np.array_split(signal, CONFIRMING_PARTS)
+            return np.nanmedian(np.stack([self._part(part) for part in parts]), axis=0)
 
-    def _second(self, part: np.ndarray) -> np.ndarray:
-        """One second's watched columns. Signals that move at every step take its median step and quartile spread,
+    def _part(self, part: np.ndarray) -> np.ndarray:
+        """One part's watched columns. Signals that move at every step take its median step and quartile spread,
         so that a burst straddling two seconds moves neither; others (read less often, or sparse) its mean and
         standard deviation."""
         watched = self._watched(part, column_means(part))

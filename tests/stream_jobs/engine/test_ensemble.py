@@ -84,20 +84,20 @@ def test_calibrated_thresholds_stay_fixed_while_judging(calibrated):
     assert [t.threshold for t in calibrated.thresholds] == before
 
 
-def test_paper_mode_flags_about_one_percent_per_detector_and_any_of_them_flags():
+def test_paper_mode_flags_about_one_percent_per_detector_and_two_must_agree():
     ensemble = DetectorEnsemble(mode="paper").fit(windows(0))
     verdicts = ensemble.judge(windows(1, 3000))
     for name in NAMES:
-        assert 0.005 <= flagged_share(verdicts, name) <= 0.015
-    assert 0.01 <= flagged_share(verdicts) <= 0.03
-    assert all(v.flagged == bool(v.flagged_by) for v in verdicts)
+        assert 0.002 <= flagged_share(verdicts, name) <= 0.03
+    assert flagged_share(verdicts) <= 0.02
+    assert all(v.flagged == (len(v.flagged_by) >= 2) for v in verdicts)
 
 
-def test_paper_thresholds_follow_the_run():
+def test_paper_thresholds_are_the_top_percent_of_the_baseline_and_stay_fixed():
     ensemble = DetectorEnsemble(mode="paper").fit(windows(0))
     before = [t.threshold for t in ensemble.thresholds]
-    ensemble.judge(shifted(2, count=200))
-    assert all(after > start for after, start in zip((t.threshold for t in ensemble.thresholds), before))
+    assert ensemble.judge(shifted(6, count=50))[0].flagged
+    assert [t.threshold for t in ensemble.thresholds] == before
 
 
 @pytest.mark.parametrize("mode", ["calibrated", "paper"])
