@@ -7,6 +7,8 @@ HOST_SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage")
 AGENT_SUBSYSTEM = "agent"
 SUBSYSTEMS = HOST_SUBSYSTEMS + (AGENT_SUBSYSTEM,)
 UNKNOWN_SUBSYSTEM = "other"
+# CPU time is how most faults show, whatever their cause: the subsystem named only when no other moved.
+CPU = HOST_SUBSYSTEMS[0]
 
 # Channel families: Reveal's channel names start with their source; longer prefixes first so cgroup channels split
 # by controller.

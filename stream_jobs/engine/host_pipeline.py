@@ -9,7 +9,7 @@ from collections import deque
 
 import numpy as np
 
-from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
+from schemas.channels import CPU, NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
 from stream_jobs.engine.channel_watch import (SECONDS_PER_DAY, Calibration, ChannelBands, ChannelWatch, WatchTiming, WatchVerdict,
                                               counts_things, event_floor)
@@ -25,6 +25,8 @@ from stream_jobs.engine.verdicts import WindowContext, WindowVerdict
 from stream_jobs.engine.watched_columns import WatchedColumns, column_means, column_medians, moves_every_step
 from stream_jobs.engine.windows import Window, WindowAssembler
 
+# A channel this share of the way to departing is leaving its normal (see HostPipeline._subsystem).
+LEAVING_SHARE = 0.5
 # A rate is taken over a step of at least this share of the sampling interval (see derived.step_seconds)
 MIN_STEP_SHARE = 0.5
 
@@ -191,12 +193,26 @@ class HostPipeline(WatchedColumns):
 
     def _subsystem(self, watched: WatchVerdict) -> str:
         """The subsystem of the persisted channels, each weighing log(1 + its departure), so one channel far out
-        counts for more than one just out but not for more than many."""
-        weight: dict[str, float] = {}
-        for i in np.flatnonzero(watched.persisted):
-            subsystem = self.subsystem_of[self.watched_name(i)]
-            weight[subsystem] = weight.get(subsystem, 0.0) + float(np.log1p(abs(watched.departure[i])))
-        return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else "unknown"
+        counts for more than one just out but not for more than many. CPU time is how most faults show (reclaim's
+        system time under memory pressure), so a window the vote names CPU is named after another subsystem whose
+        channels are already leaving their normal (`LEAVING_SHARE` of the way to departing), not yet far or long
+        enough to count."""
+        named = _vote(self._column_subsystems(), watched.persisted, watched.departure)
+        if named != CPU:
+            return named
+        leaving = (np.abs(watched.departure) >= LEAVING_SHARE * self.watch.threshold) & ~self.watch.rising_only
+        moving = leaving & np.isin(self._column_subsystems(), (CPU,), invert=True)
+        return _vote(self._column_subsystems(), moving, watched.departure) if moving.any() else named
+
+    def _column_subsystems(self) -> np.ndarray:
+        """The subsystem of every watched column's signal."""
+        columns = len(self.watch.event_floor)
+        cached = getattr(self, "_subsystems_of_columns", None)
+        if cached is None or len(cached) != columns:
+            owners = self._column_owners(columns)
+            cached = np.array([self.subsystem_of[self.signal_names[i]] for i in owners], dtype=object)
+            self._subsystems_of_columns = cached
+        return cached
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
         if not self._warmup_features:
@@ -394,6 +410,15 @@ def refit_phase(host: str, refit_every: int) -> int:
     True
     """
     return zlib.crc32(host.encode("utf-8")) % refit_every
+
+
+def _vote(subsystems: np.ndarray, voting: np.ndarray, departure: np.ndarray) -> str:
+    """The subsystem whose voting columns weigh most, each log(1 + |departure|); ties alphabetical, 'unknown' when
+    none votes."""
+    weight: dict[str, float] = {}
+    for i in np.flatnonzero(voting):
+        weight[subsystems[i]] = weight.get(subsystems[i], 0.0) + float(np.log1p(abs(departure[i])))
+    return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else "unknown"
 
 
 def _silenced(watched: WatchVerdict) -> WatchVerdict:

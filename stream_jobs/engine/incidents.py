@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from schemas.channels import CPU
 from stream_jobs.engine.signatures import match_signature
 
 EVIDENCE_LIMIT = 5
 SUMMARY_EVIDENCE = 3
-CPU = "cpu"
 LEVEL_FEATURES = frozenset({"mean", "residual"})
 
 
