@@ -42,14 +42,11 @@ from typing import Callable
 import numpy as np
 from scipy.stats import norm, t as student_t
 
-from stream_jobs.engine.thresholds import PotThreshold
+from stream_jobs.engine.thresholds import MIN_PEAKS, excess_quantile, fit_tail
 
 MAD_TO_SIGMA = 1.4826
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
 SECONDS_PER_DAY = 86400.0
-# The baseline must have room for this many runs at the promised rate before its own runs set the limit; a shorter
-# one extrapolates from a tail fit.
-MIN_RUNS_TO_COUNT = 3
 # The history a column's model is learned again from holds at least this many windows, whatever the stride.
 MIN_HISTORY_WINDOWS = 200
 
@@ -71,9 +68,11 @@ class WatchSettings:
     secondary_departure: float = 1.5
     persist_s: float = 4.0
     unconfirmed_s: float = 10.0
+    drift_horizon_s: float = 600.0
     history_every_s: float = 5.0
     history_span_s: float = 720.0
     adopt_after_s: float = 600.0
+    adopt_after_window_lengths: float = 10.0
     adopt_share: float = 0.8
 
     def __post_init__(self):
@@ -101,15 +100,19 @@ class WatchTiming:
     history_stride: int
     history_windows: int
     adopt_after: int
+    drift_horizon: int
 
     @classmethod
-    def of(cls, settings: WatchSettings, stride_s: float) -> WatchTiming:
+    def of(cls, settings: WatchSettings, stride_s: float, window_s: float = 0.0) -> WatchTiming:
+        """Window counts at this stride; adoption waits `adopt_after_s` or `adopt_after_window_lengths` windows'
+        lengths, whichever is longer (a level held for a few of its windows has not been seen to last)."""
         windows = lambda seconds: max(1, math.ceil(seconds / stride_s - 1e-9))
+        adopt_s = max(settings.adopt_after_s, settings.adopt_after_window_lengths * window_s)
         persist = windows(settings.persist_s)
         history_stride = windows(settings.history_every_s)
         return cls(persist, max(persist, windows(settings.unconfirmed_s)), history_stride,
                    max(MIN_HISTORY_WINDOWS, windows(settings.history_span_s) // history_stride),
-                   max(persist + 1, windows(settings.adopt_after_s)))
+                   max(persist + 1, windows(adopt_s)), windows(settings.drift_horizon_s))
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,10 +128,12 @@ class ChannelBands:
 
     @classmethod
     def fit(cls, stats: np.ndarray, floor: np.ndarray, settings: WatchSettings, trim: float = 0.0,
-            limit: float = 1.0) -> ChannelBands:
-        """The model of a baseline's window statistics (windows × columns). `trim` measures the noise at a less
-        extreme quantile, for a baseline that may itself hold anomalies (a run judged against itself). A column
-        read in fewer than two windows has no model: it is not judged."""
+            limit: float = 1.0, horizon_rows: int = 0, independent_rows: int = 1) -> ChannelBands:
+        """The model of a baseline's window statistics (windows × columns, in time order). `trim` measures the
+        noise at a less extreme quantile, for a baseline that may itself hold anomalies (a run judged against
+        itself). A column that wanders (autocorrelated, drifting) is allowed what it wanders over `horizon_rows`
+        rows, the age the model's median reaches before it is learned again. A column read in fewer than two
+        windows has no model: it is not judged."""
         tail = max(settings.tail_share, trim / 2)
         stats = np.asarray(stats, dtype=np.float64)
         with warnings.catch_warnings():
@@ -136,7 +141,7 @@ class ChannelBands:
             median = np.nanmedian(stats, axis=0)
             low, high = np.nanquantile(stats, [tail, 1 - tail], axis=0)
             spread = np.nanstd(stats, axis=0)
-        sparse = 0.1 * np.nan_to_num(spread)
+        sparse = np.fmax(0.1 * np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
         unit = norm.ppf(1 - tail)
         above = np.fmax((high - median) / unit, sparse)
         below = np.fmax((median - low) / unit, sparse)
@@ -189,6 +194,31 @@ class ChannelBands:
                    float(data["limit"]))
 
 
+def wander(stats: np.ndarray, horizon_rows: int, independent_rows: int = 1) -> np.ndarray:
+    """What each column moves over `horizon_rows` rows, as a noise scale: the variance of changes grows from its
+    value at `independent_rows` (rows that share no samples) by its slope out to the longest lag the baseline
+    measures well (a quarter of it), extrapolated to the horizon; over √2. For independent noise that is its own
+    noise scale, for a column that drifts or wanders what it moves in that time (0 without a horizon, or with too
+    short a baseline)."""
+    short = max(1, int(independent_rows))
+    long = min(int(horizon_rows), stats.shape[0] // 4)
+    if long <= short:
+        return np.zeros(stats.shape[1])
+    near, far = _change_variance(stats, short), _change_variance(stats, long)
+    slope = np.fmax(far - near, 0.0) / (long - short)
+    return np.sqrt(np.fmax(near + slope * (horizon_rows - short), 0.0) / 2.0)
+
+
+def _change_variance(stats: np.ndarray, rows: int) -> np.ndarray:
+    """Each column's robust variance of the change between rows `rows` apart."""
+    change = stats[rows:] - stats[:-rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        median = np.nanmedian(change, axis=0)
+        spread = MAD_TO_SIGMA * np.nanmedian(np.abs(change - median), axis=0)
+    return np.nan_to_num(spread) ** 2
+
+
 @dataclass(frozen=True)
 class Calibration:
     """What the host's limit is calibrated against: the promised false runs per day, the stride and window."""
@@ -204,10 +234,10 @@ class Calibration:
 
 def calibrated_limit(statistic: np.ndarray, persist_rows: int, spacing: int, calibration: Calibration,
                      min_limit: float, columns: int = 1) -> float:
-    """The host's limit in noise scales: the smallest at which the baseline's statistic (the largest |z| over
-    columns in each row; rows `spacing` windows apart) opens at most `risk` runs of `persist_rows` rows a day; a
-    baseline too short to count that extrapolates the level held for `persist_rows` rows with a peaks-over-threshold
-    tail at `risk` a day. Widened by Student's t over
+    """The host's limit in noise scales: the level that the baseline's statistic (the largest |z| over columns in
+    each row; rows `spacing` windows apart), held for `persist_rows` rows, rises above in `risk` runs a day, from a
+    tail fitted to its run peaks (see declustered_limit); a baseline shorter than a day at the promise is never
+    given a limit below what it held. Widened by Student's t over
     the baseline's independent windows at the tail one of its `columns` is allowed, never below `min_limit`."""
     statistic = np.nan_to_num(np.asarray(statistic, dtype=np.float64), nan=0.0)
     if statistic.size == 0:
@@ -216,10 +246,9 @@ def calibrated_limit(statistic: np.ndarray, persist_rows: int, spacing: int, cal
     days = statistic.size * row_s / SECONDS_PER_DAY
     allowed = calibration.risk * days
     held = _held(statistic, persist_rows)
-    if allowed >= MIN_RUNS_TO_COUNT:
-        limit = _fewest_runs_limit(held, allowed)
-    else:
-        limit = PotThreshold(min(0.5, calibration.risk * row_s / SECONDS_PER_DAY)).fit(held)
+    limit = declustered_limit(held, calibration.risk * row_s / SECONDS_PER_DAY)
+    if allowed < 1:  # a baseline shorter than the promise has seen no false run: never below what it saw
+        limit = max(limit, float(held.max()))
     independent = statistic.size * row_s / max(calibration.window_s, row_s)
     column_tail = min(1e-3, calibration.risk * row_s / SECONDS_PER_DAY / (2 * max(columns, 1)))
     return max(float(limit) * short_baseline_widening(independent, 1 - column_tail), min_limit)
@@ -244,20 +273,37 @@ def _held(statistic: np.ndarray, persist_rows: int) -> np.ndarray:
     return np.min(np.lib.stride_tricks.sliding_window_view(statistic, persist_rows), axis=1)
 
 
-def _fewest_runs_limit(held: np.ndarray, allowed: float) -> float:
-    """The smallest level L such that, at L and above, the rows where the held statistic is ≥ L form at most
-    `allowed` runs."""
-    previous = np.concatenate([[-np.inf], held[:-1]])
-    levels = np.unique(held)
-    starts = np.sort(held)
-    both = np.sort(np.fmin(previous, held))
-    runs = (starts.size - np.searchsorted(starts, levels, side="left")) \
-        - (both.size - np.searchsorted(both, levels, side="left"))
-    too_many = np.flatnonzero(runs > allowed)
-    if too_many.size == 0:
-        return float(levels[0]) if levels[0] > 0 else 0.0
-    index = too_many[-1] + 1
-    return float(levels[index]) if index < levels.size else float(levels[-1]) * (1 + 1e-9) + 1e-12
+def declustered_limit(held: np.ndarray, rate_per_row: float) -> float:
+    """The level that runs of the held statistic rise above at `rate_per_row` (peaks over threshold, declustered
+    by runs: each run above the initial level counts once, by its peak, so one long excursion is one false
+    finding, not as many as it has windows). The tail of the run peaks is fitted (exponential unless a heavier one
+    fits significantly better) and extrapolated where the baseline is too short to have seen the rate."""
+    initial = _initial_level(held)
+    above = held > initial
+    starts = np.flatnonzero(above & ~np.concatenate([[False], above[:-1]]))
+    if starts.size == 0:
+        return float(held.max()) if held.size else 0.0
+    peaks = np.maximum.reduceat(np.where(above, held, -np.inf), starts)
+    peaks = peaks[np.isfinite(peaks)] - initial
+    rate_above = starts.size / held.size
+    if rate_per_row >= rate_above:
+        return float(np.quantile(held, 1.0 - min(rate_per_row, 1.0)))
+    shape, scale, method = fit_tail(peaks)
+    if method == "none":
+        return float(initial + peaks.max())
+    return float(initial + excess_quantile(shape, scale, rate_per_row / rate_above))
+
+
+def _initial_level(held: np.ndarray) -> float:
+    """The level run peaks are counted above: the held statistic's 98th percentile, lowered to leave at least
+    MIN_PEAKS runs above it where the baseline has them (never below its median)."""
+    ordered = np.sort(held)
+    for quantile in (0.98, 0.95, 0.9, 0.8, 0.5):
+        level = float(np.quantile(ordered, quantile))
+        above = held > level
+        if np.count_nonzero(above & ~np.concatenate([[False], above[:-1]])) >= MIN_PEAKS:
+            return level
+    return float(np.quantile(ordered, 0.5))
 
 
 @dataclass(frozen=True, eq=False)
@@ -290,7 +336,7 @@ class ChannelWatch:
         self.event_floor = np.asarray(event_floor, dtype=np.float64)
         self.settings = settings
         self.calibration = calibration
-        self.timing = WatchTiming.of(settings, calibration.stride_s)
+        self.timing = WatchTiming.of(settings, calibration.stride_s, calibration.window_s)
         secondary = np.zeros(len(self.event_floor), dtype=bool) if secondary is None else np.asarray(secondary, bool)
         self.threshold = np.where(secondary, settings.secondary_departure, settings.departure)
         rising = np.zeros(len(self.event_floor), dtype=bool) if rising_only is None else np.asarray(rising_only, bool)
@@ -310,7 +356,9 @@ class ChannelWatch:
         where a column was not computed); `trim` as in ChannelBands.fit, and that share of the most unusual
         windows is left out of the calibration."""
         stats = np.asarray(baseline, dtype=np.float64)
-        bands = ChannelBands.fit(stats, self.event_floor, self.settings, trim)
+        independent = max(1, round(self.calibration.window_s / self.calibration.stride_s))
+        bands = ChannelBands.fit(stats, self.event_floor, self.settings, trim,
+                                 horizon_rows=self.timing.drift_horizon, independent_rows=independent)
         self.bands = bands.with_limit(self._calibrate(bands, stats, 1, trim))
         self.out_share[:] = 0.0
         self._history.clear()
@@ -373,21 +421,22 @@ class ChannelWatch:
         return verdict
 
     def _adopt(self, changed: np.ndarray) -> None:
-        """Columns that left their model for good take in their recent level: its median, and scales wide enough
-        to hold its spread."""
+        """Columns that left their model for good take in their recent level: the median moves to it, and the
+        allowed distances widen to hold both what was normal and what is now, so a return is not a new departure."""
         if not changed.any() or len(self._recent) < 2:
             return
         recent = np.asarray(self._recent, dtype=np.float64)[:, changed]
         fresh = ChannelBands.fit(recent, self.event_floor[changed], self.settings)
-        median, above, below = self.bands.median.copy(), self.bands.above.copy(), self.bands.below.copy()
+        old, limit = self.bands, self.bands.limit
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            low, high = np.nanmin(recent, axis=0), np.nanmax(recent, axis=0)
-        limit = self.bands.limit
+            high = np.fmax(np.nanmax(recent, axis=0), old.median[changed] + limit * old.above[changed])
+            low = np.fmin(np.nanmin(recent, axis=0), old.median[changed] - limit * old.below[changed])
+        median, above, below = old.median.copy(), old.above.copy(), old.below.copy()
         median[changed] = fresh.median
-        above[changed] = np.fmax(np.fmax(above[changed], fresh.above), (high - fresh.median) / limit)
-        below[changed] = np.fmax(np.fmax(below[changed], fresh.below), (fresh.median - low) / limit)
-        self.bands = ChannelBands(median, above, below, self.bands.floor, limit)
+        above[changed] = np.fmax(fresh.above, (high - fresh.median) / limit)
+        below[changed] = np.fmax(fresh.below, (fresh.median - low) / limit)
+        self.bands = ChannelBands(median, above, below, old.floor, limit)
         self.streak[changed] = 0
         self.out_share[changed] = 0.0
 
@@ -407,7 +456,8 @@ class ChannelWatch:
         if len(self._history) < 10:
             return False
         history = np.asarray(self._history, dtype=np.float64)
-        fresh = ChannelBands.fit(history, self.event_floor, self.settings, limit=self.bands.limit)
+        fresh = ChannelBands.fit(history, self.event_floor, self.settings, limit=self.bands.limit,
+                                 horizon_rows=max(1, self.timing.drift_horizon // self.timing.history_stride))
         keep = np.isfinite(history).sum(axis=0) < 10
         median = np.where(keep, self.bands.median, fresh.median)
         above = np.where(keep, self.bands.above, np.fmax(self.bands.above, fresh.above))

@@ -9,7 +9,7 @@ from collections import deque
 
 import numpy as np
 
-from schemas.channels import CPU, NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
+from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
 from stream_jobs.engine.channel_watch import (SECONDS_PER_DAY, Calibration, ChannelBands, ChannelWatch, WatchTiming, WatchVerdict,
                                               counts_things, event_floor)
@@ -25,8 +25,6 @@ from stream_jobs.engine.verdicts import WindowContext, WindowVerdict
 from stream_jobs.engine.watched_columns import WatchedColumns, column_means, column_medians, moves_every_step
 from stream_jobs.engine.windows import Window, WindowAssembler
 
-# A channel this share of the way to departing is leaving its normal (see HostPipeline._subsystem).
-LEAVING_SHARE = 0.5
 # A rate is taken over a step of at least this share of the sampling interval (see derived.step_seconds)
 MIN_STEP_SHARE = 0.5
 
@@ -65,7 +63,8 @@ class HostPipeline(WatchedColumns):
         self.signal_levels = np.zeros(len(self.signal_names))
         self.steady = np.zeros(len(self.signal_names), dtype=bool)
         self.watch = self._new_watch(self._event_floors())
-        self._window_starts: deque = deque(maxlen=WatchTiming.of(settings.watch, settings.stride_s).adopt_after + 1)
+        self._window_starts: deque = deque(maxlen=WatchTiming.of(settings.watch, settings.stride_s,
+                                                                   settings.window_s).adopt_after + 1)
         self._recent = deque(maxlen=settings.baseline_capacity)
         self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
         self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
@@ -193,16 +192,8 @@ class HostPipeline(WatchedColumns):
 
     def _subsystem(self, watched: WatchVerdict) -> str:
         """The subsystem of the persisted channels, each weighing log(1 + its departure), so one channel far out
-        counts for more than one just out but not for more than many. CPU time is how most faults show (reclaim's
-        system time under memory pressure), so a window the vote names CPU is named after another subsystem whose
-        channels are already leaving their normal (`LEAVING_SHARE` of the way to departing), not yet far or long
-        enough to count."""
-        named = _vote(self._column_subsystems(), watched.persisted, watched.departure)
-        if named != CPU:
-            return named
-        leaving = (np.abs(watched.departure) >= LEAVING_SHARE * self.watch.threshold) & ~self.watch.rising_only
-        moving = leaving & np.isin(self._column_subsystems(), (CPU,), invert=True)
-        return _vote(self._column_subsystems(), moving, watched.departure) if moving.any() else named
+        counts for more than one just out but not for more than many."""
+        return _vote(self._column_subsystems(), watched.persisted, watched.departure)
 
     def _column_subsystems(self) -> np.ndarray:
         """The subsystem of every watched column's signal."""
@@ -339,12 +330,14 @@ class HostPipeline(WatchedColumns):
 
     def _remember(self, features: np.ndarray, flagged: bool) -> bool:
         """Keep unflagged windows for the rolling baseline; refit on them every `refit_every` windows, at the
-        host's own phase so that hosts that started together do not all refit in the same second."""
+        host's own phase so that hosts that started together do not all refit in the same second. The paper's trio
+        keeps the baseline it was fitted on (§4.3: one fit per workload)."""
         if not flagged and self.windows_seen % self.settings.baseline_stride == 0:
             self._recent.append(features.astype(np.float32))  # every few windows: a longer span in less memory
         due = (self.windows_seen + self.refit_phase) % self.settings.refit_every == 0
         if due and len(self._recent) >= min(self.settings.warmup_windows, self._recent.maxlen):
-            self.ensemble.refit(np.asarray(self._recent, dtype=np.float64))
+            if self.settings.mode == "calibrated":
+                self.ensemble.refit(np.asarray(self._recent, dtype=np.float64))
             self.watch.refit()
             return True
         return False

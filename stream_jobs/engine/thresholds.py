@@ -69,14 +69,14 @@ class PotThreshold:
             raise ValueError("PotThreshold.fit needs at least one finite baseline score")
         initial = self._initial_threshold(np.sort(scores))
         excesses = scores[scores > initial] - initial
-        shape, scale, method = _fit_tail(excesses)
+        shape, scale, method = fit_tail(excesses)
         tail_risk = self.risk * scores.size / max(excesses.size, 1)
         if method == "none":
             extrapolated = -math.inf
         elif tail_risk >= 1.0:  # the risk is not in the tail at all: the empirical quantile answers it
             extrapolated = float(np.quantile(scores, 1.0 - self.risk))
         else:
-            extrapolated = initial + _excess_quantile(shape, scale, tail_risk)
+            extrapolated = initial + excess_quantile(shape, scale, tail_risk)
         highest, middle = float(scores.max()), float(np.median(scores))
         self.threshold = min(max(extrapolated, highest), highest + EXTRAPOLATION_LIMIT * (highest - middle))
         self.tail = {"initial": initial, "peaks": int(excesses.size), "baseline_size": int(scores.size),
@@ -105,7 +105,7 @@ class PotThreshold:
         return threshold
 
 
-def _fit_tail(excesses: np.ndarray) -> tuple[float, float, str]:
+def fit_tail(excesses: np.ndarray) -> tuple[float, float, str]:
     """Shape ξ ≥ 0 and scale σ of a generalized Pareto fitted to excesses, and the method that gave them.
 
     Some tens of peaks say little about ξ, and a wrong ξ moves a 1e-4 quantile a long way: a bounded tail (ξ < 0)
@@ -152,7 +152,7 @@ def _moments_fit(excesses: np.ndarray) -> tuple[float, float, str]:
     return 0.5 * (1.0 - ratio), 0.5 * mean * (ratio + 1.0), "moments"
 
 
-def _excess_quantile(shape: float, scale: float, tail_probability: float) -> float:
+def excess_quantile(shape: float, scale: float, tail_probability: float) -> float:
     """The excess a generalized Pareto(ξ, σ) exceeds with probability `tail_probability`."""
     if abs(shape) < 1e-9:
         return -scale * math.log(tail_probability)
