@@ -301,8 +301,9 @@ def add_engine_options(parser: argparse.ArgumentParser, warmup_windows: int | No
                             help=f"windows learned as the baseline before scoring starts, at least "
                                  f"{MIN_WARMUP_WINDOWS} (default: {warmup_windows})")
     parser.add_argument("--paper-thresholds", action="store_true",
-                        help="flag each detector's top 1%% of windows, as the paper does, instead of thresholds "
-                             "calibrated on the baseline (about 36 flagged windows per host-hour on a clean run)")
+                        help="judge as the paper does (§4.3): Z-score, Mahalanobis-in-PCA and Isolation Forest each "
+                             "flag their baseline's top 1%% of windows, and a window is flagged when two agree; the "
+                             "per-channel model and --risk take no part")
     parser.add_argument("--risk", type=positive_float, default=DEFAULT_RISK, metavar="PER_DAY",
                         help="false findings a clean host may raise per day, over all its channels together: "
                              "each channel's limit is calibrated on the baseline to keep this promise (default: "

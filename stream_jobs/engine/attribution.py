@@ -74,3 +74,12 @@ def claim(top: Contribution) -> str:
     return (f"{top.channel} {words} is {top.value:.4g}, {abs(top.z):.1f}σ {direction} its baseline of "
             f"{top.baseline_mean:.4g} ± {top.baseline_std:.3g} ({top.value - top.baseline_mean:+.3g}, "
             f"{top.explanation})")
+
+
+def subsystem_vote(subsystems: np.ndarray, voting: np.ndarray, departure: np.ndarray) -> str:
+    """The subsystem whose voting columns weigh most, each log(1 + |departure|); ties alphabetical, 'unknown' when
+    none votes."""
+    weight: dict[str, float] = {}
+    for i in np.flatnonzero(voting):
+        weight[subsystems[i]] = weight.get(subsystems[i], 0.0) + float(np.log1p(abs(departure[i])))
+    return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else "unknown"

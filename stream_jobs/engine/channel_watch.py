@@ -25,10 +25,9 @@ the window's median third departs too, so two bursts a few seconds apart do not 
 the whole window out, does. Spreads count only when they rise (a channel that got steadier is not a fault by
 itself); secondary columns (spreads, residuals) must depart by `secondary_departure` limits.
 
-Bands follow slow drift: every `history_every_s` seconds the window joins a history with the columns that stayed
-within their limits, and the model is learned again from it when the host's baseline is refreshed. A column out for
-`adopt_after_s` seconds (or for `adopt_share` of about as long, returning now and then) has changed level for good:
-its model takes in the new level, and it stops counting.
+Models follow slow drift (a history of the windows within their limits, every `history_every_s` seconds), and a
+column out for `adopt_after_s` seconds (or `adopt_share` of about as long) has changed level for good: its model
+takes in the new level.
 """
 
 from __future__ import annotations
@@ -40,13 +39,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.stats import norm, t as student_t
+from scipy.stats import norm
 
-from stream_jobs.engine.thresholds import MIN_PEAKS, excess_quantile, fit_tail
+from stream_jobs.engine.calibration import Calibration, calibrated_limit
 
 MAD_TO_SIGMA = 1.4826
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
-SECONDS_PER_DAY = 86400.0
 # The history a column's model is learned again from holds at least this many windows, whatever the stride.
 MIN_HISTORY_WINDOWS = 200
 
@@ -219,93 +217,6 @@ def _change_variance(stats: np.ndarray, rows: int) -> np.ndarray:
     return np.nan_to_num(spread) ** 2
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """What the host's limit is calibrated against: the promised false runs per day, the stride and window."""
-
-    risk: float = 0.5
-    stride_s: float = 1.0
-    window_s: float = 3.0
-
-    def __post_init__(self):
-        if not self.risk > 0 or not self.stride_s > 0 or not self.window_s > 0:
-            raise ValueError(f"risk {self.risk}, stride_s {self.stride_s} and window_s {self.window_s} must be > 0")
-
-
-def calibrated_limit(statistic: np.ndarray, persist_rows: int, spacing: int, calibration: Calibration,
-                     min_limit: float, columns: int = 1) -> float:
-    """The host's limit in noise scales: the level that the baseline's statistic (the largest |z| over columns in
-    each row; rows `spacing` windows apart), held for `persist_rows` rows, rises above in `risk` runs a day, from a
-    tail fitted to its run peaks (see declustered_limit); a baseline shorter than a day at the promise is never
-    given a limit below what it held. Widened by Student's t over
-    the baseline's independent windows at the tail one of its `columns` is allowed, never below `min_limit`."""
-    statistic = np.nan_to_num(np.asarray(statistic, dtype=np.float64), nan=0.0)
-    if statistic.size == 0:
-        return math.inf
-    row_s = spacing * calibration.stride_s
-    days = statistic.size * row_s / SECONDS_PER_DAY
-    allowed = calibration.risk * days
-    held = _held(statistic, persist_rows)
-    limit = declustered_limit(held, calibration.risk * row_s / SECONDS_PER_DAY)
-    if allowed < 1:  # a baseline shorter than the promise has seen no false run: never below what it saw
-        limit = max(limit, float(held.max()))
-    independent = statistic.size * row_s / max(calibration.window_s, row_s)
-    column_tail = min(1e-3, calibration.risk * row_s / SECONDS_PER_DAY / (2 * max(columns, 1)))
-    return max(float(limit) * short_baseline_widening(independent, 1 - column_tail), min_limit)
-
-
-def short_baseline_widening(independent_windows: float, quantile: float = 0.999) -> float:
-    """How much wider a limit learned from this many independent windows must be: Student's t over the normal at
-    the quantile a column is judged at (1.0 for thousands, about 1.4 for ten at 0.999, more further out).
-
-    >>> round(short_baseline_widening(10), 2), round(short_baseline_widening(1e6), 2)
-    (1.39, 1.0)
-    """
-    dof = max(1.0, independent_windows - 1)
-    return float(student_t.ppf(quantile, dof) / norm.ppf(quantile))
-
-
-def _held(statistic: np.ndarray, persist_rows: int) -> np.ndarray:
-    """The level the statistic stayed at or above for the last `persist_rows` rows, at every row: what a
-    persisted departure must exceed."""
-    if statistic.size < persist_rows:
-        return np.zeros(1)
-    return np.min(np.lib.stride_tricks.sliding_window_view(statistic, persist_rows), axis=1)
-
-
-def declustered_limit(held: np.ndarray, rate_per_row: float) -> float:
-    """The level that runs of the held statistic rise above at `rate_per_row` (peaks over threshold, declustered
-    by runs: each run above the initial level counts once, by its peak, so one long excursion is one false
-    finding, not as many as it has windows). The tail of the run peaks is fitted (exponential unless a heavier one
-    fits significantly better) and extrapolated where the baseline is too short to have seen the rate."""
-    initial = _initial_level(held)
-    above = held > initial
-    starts = np.flatnonzero(above & ~np.concatenate([[False], above[:-1]]))
-    if starts.size == 0:
-        return float(held.max()) if held.size else 0.0
-    peaks = np.maximum.reduceat(np.where(above, held, -np.inf), starts)
-    peaks = peaks[np.isfinite(peaks)] - initial
-    rate_above = starts.size / held.size
-    if rate_per_row >= rate_above:
-        return float(np.quantile(held, 1.0 - min(rate_per_row, 1.0)))
-    shape, scale, method = fit_tail(peaks)
-    if method == "none":
-        return float(initial + peaks.max())
-    return float(initial + excess_quantile(shape, scale, rate_per_row / rate_above))
-
-
-def _initial_level(held: np.ndarray) -> float:
-    """The level run peaks are counted above: the held statistic's 98th percentile, lowered to leave at least
-    MIN_PEAKS runs above it where the baseline has them (never below its median)."""
-    ordered = np.sort(held)
-    for quantile in (0.98, 0.95, 0.9, 0.8, 0.5):
-        level = float(np.quantile(ordered, quantile))
-        above = held > level
-        if np.count_nonzero(above & ~np.concatenate([[False], above[:-1]])) >= MIN_PEAKS:
-            return level
-    return float(np.quantile(ordered, 0.5))
-
-
 @dataclass(frozen=True, eq=False)
 class WatchVerdict:
     """One window on every column: signed departure in allowed distances, z in noise scales, runs of departing
@@ -325,6 +236,10 @@ class WatchVerdict:
     def severity(self) -> float:
         """The largest |departure| among persisted columns (0 when none)."""
         return float(np.abs(self.departure[self.persisted]).max(initial=0.0))
+
+    def silenced(self) -> WatchVerdict:
+        """The same departures with nothing persisted (the paper's mode, where only the trio flags)."""
+        return WatchVerdict(self.departure, self.z, self.streak, np.zeros_like(self.persisted), self.bands)
 
 
 class ChannelWatch:

@@ -10,9 +10,11 @@ from collections import deque
 import numpy as np
 
 from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
-from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
-from stream_jobs.engine.channel_watch import (SECONDS_PER_DAY, Calibration, ChannelBands, ChannelWatch, WatchTiming, WatchVerdict,
-                                              counts_things, event_floor)
+from stream_jobs.engine.attribution import (Contribution, claim, dominant_subsystem, ranked_contributions,
+                                            subsystem_vote)
+from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
+from stream_jobs.engine.channel_watch import (ChannelBands, ChannelWatch, WatchTiming, WatchVerdict, counts_things,
+                                              event_floor)
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import standard_detectors
@@ -150,7 +152,7 @@ class HostPipeline(WatchedColumns):
         paper = self.settings.mode == "paper"
         multivariate = (paper or self.settings.ensemble_alerts) and verdict.flagged
         flagged = multivariate if paper else watched.flagged or multivariate
-        watched = _silenced(watched) if paper else watched
+        watched = watched.silenced() if paper else watched
         refitted = self._remember(features, flagged)
         z = self.ensemble.detectors[0].z(features[None, :])[0]
         explain = flagged or self.settings.explain_all
@@ -170,12 +172,6 @@ class HostPipeline(WatchedColumns):
             top.explanation if top else "", refitted, means, self._context(signal, window, z), watched,
             self.ranked_channels(watched) if explain else ())
 
-    def ranked_channels(self, watched: WatchVerdict) -> tuple[str, ...]:
-        """Every signal, furthest from its own normal first (the largest |departure| of its columns): what a
-        flagged window implicates, in order, whichever detector flagged it."""
-        return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-np.abs(self.signal_departures(watched)),
-                                                                             kind="stable")])
-
     def _lead(self, evidence: tuple[Contribution, ...], subsystem: str) -> Contribution:
         """The evidence a window's claim tells of: the strongest of the subsystem the window is named after, so that
         the claim and the subsystem agree (the first evidence when none is of it)."""
@@ -193,17 +189,7 @@ class HostPipeline(WatchedColumns):
     def _subsystem(self, watched: WatchVerdict) -> str:
         """The subsystem of the persisted channels, each weighing log(1 + its departure), so one channel far out
         counts for more than one just out but not for more than many."""
-        return _vote(self._column_subsystems(), watched.persisted, watched.departure)
-
-    def _column_subsystems(self) -> np.ndarray:
-        """The subsystem of every watched column's signal."""
-        columns = len(self.watch.event_floor)
-        cached = getattr(self, "_subsystems_of_columns", None)
-        if cached is None or len(cached) != columns:
-            owners = self._column_owners(columns)
-            cached = np.array([self.subsystem_of[self.signal_names[i]] for i in owners], dtype=object)
-            self._subsystems_of_columns = cached
-        return cached
+        return subsystem_vote(self._column_subsystems(), watched.persisted, watched.departure)
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
         if not self._warmup_features:
@@ -330,8 +316,7 @@ class HostPipeline(WatchedColumns):
 
     def _remember(self, features: np.ndarray, flagged: bool) -> bool:
         """Keep unflagged windows for the rolling baseline; refit on them every `refit_every` windows, at the
-        host's own phase so that hosts that started together do not all refit in the same second. The paper's trio
-        keeps the baseline it was fitted on (§4.3: one fit per workload)."""
+        host's own phase (hosts that started together refit apart). The paper's trio keeps its fit (§4.3)."""
         if not flagged and self.windows_seen % self.settings.baseline_stride == 0:
             self._recent.append(features.astype(np.float32))  # every few windows: a longer span in less memory
         due = (self.windows_seen + self.refit_phase) % self.settings.refit_every == 0
@@ -403,20 +388,6 @@ def refit_phase(host: str, refit_every: int) -> int:
     True
     """
     return zlib.crc32(host.encode("utf-8")) % refit_every
-
-
-def _vote(subsystems: np.ndarray, voting: np.ndarray, departure: np.ndarray) -> str:
-    """The subsystem whose voting columns weigh most, each log(1 + |departure|); ties alphabetical, 'unknown' when
-    none votes."""
-    weight: dict[str, float] = {}
-    for i in np.flatnonzero(voting):
-        weight[subsystems[i]] = weight.get(subsystems[i], 0.0) + float(np.log1p(abs(departure[i])))
-    return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else "unknown"
-
-
-def _silenced(watched: WatchVerdict) -> WatchVerdict:
-    """The watch's verdict with nothing persisted: in paper mode only the trio flags (§4.3)."""
-    return WatchVerdict(watched.departure, watched.z, watched.streak, np.zeros_like(watched.persisted), watched.bands)
 
 
 def _largest(z: np.ndarray, columns: np.ndarray) -> float:

@@ -81,6 +81,22 @@ class WatchedColumns:
         departures[self._column_owners(len(watched.departure))[order]] = watched.departure[order]
         return departures
 
+    def ranked_channels(self, watched: WatchVerdict) -> tuple[str, ...]:
+        """Every signal, furthest from its own normal first (the largest |departure| of its columns): what a
+        flagged window implicates, in order, whichever detector flagged it."""
+        return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-np.abs(self.signal_departures(watched)),
+                                                                             kind="stable")])
+
+    def _column_subsystems(self) -> np.ndarray:
+        """The subsystem of every watched column's signal."""
+        columns = len(self.watch.event_floor)
+        cached = getattr(self, "_subsystems_of_columns", None)
+        if cached is None or len(cached) != columns:
+            owners = self._column_owners(columns)
+            cached = np.array([self.subsystem_of[self.signal_names[i]] for i in owners], dtype=object)
+            self._subsystems_of_columns = cached
+        return cached
+
     def _column_owners(self, columns: int) -> np.ndarray:
         """The signal each watched column belongs to."""
         owners = getattr(self, "_owners", None)
