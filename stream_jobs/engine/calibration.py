@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm, t as student_t
 
-from stream_jobs.engine.thresholds import MIN_PEAKS, excess_quantile, fit_tail
+from stream_jobs.engine.thresholds import EXTRAPOLATION_LIMIT, MIN_PEAKS, excess_quantile, fit_tail
 
 SECONDS_PER_DAY = 86400.0
 
@@ -72,7 +72,9 @@ def declustered_limit(held: np.ndarray, rate_per_row: float) -> float:
     """The level that runs of the held statistic rise above at `rate_per_row` (peaks over threshold, declustered
     by runs: each run above the initial level counts once, by its peak, so one long excursion is one false
     finding, not as many as it has windows). The tail of the run peaks is fitted (exponential unless a heavier one
-    fits significantly better) and extrapolated where the baseline is too short to have seen the rate."""
+    fits significantly better) and extrapolated where the baseline is too short to have seen the rate, never further
+    past the baseline's highest than EXTRAPOLATION_LIMIT times its distance from the median (a tail fitted to a few
+    minutes cannot say more)."""
     initial = _initial_level(held)
     above = held > initial
     starts = np.flatnonzero(above & ~np.concatenate([[False], above[:-1]]))
@@ -86,7 +88,9 @@ def declustered_limit(held: np.ndarray, rate_per_row: float) -> float:
     shape, scale, method = fit_tail(peaks)
     if method == "none":
         return float(initial + peaks.max())
-    return float(initial + excess_quantile(shape, scale, rate_per_row / rate_above))
+    highest, middle = float(held.max()), float(np.median(held))
+    extrapolated = float(initial + excess_quantile(shape, scale, rate_per_row / rate_above))
+    return min(extrapolated, highest + EXTRAPOLATION_LIMIT * (highest - middle))
 
 
 def _initial_level(held: np.ndarray) -> float:

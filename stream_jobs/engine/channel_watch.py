@@ -44,6 +44,8 @@ from scipy.stats import norm
 from stream_jobs.engine.calibration import Calibration, calibrated_limit
 
 MAD_TO_SIGMA = 1.4826
+# Lags, spaced evenly in log, at which a column's growth of change variance is measured (see wander).
+WANDER_LAGS = 6
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
 # The history a column's model is learned again from holds at least this many windows, whatever the stride.
 MIN_HISTORY_WINDOWS = 200
@@ -66,6 +68,7 @@ class WatchSettings:
     secondary_departure: float = 1.5
     persist_s: float = 4.0
     unconfirmed_s: float = 10.0
+    confirm_share: float = 0.5
     drift_horizon_s: float = 600.0
     history_every_s: float = 5.0
     history_span_s: float = 720.0
@@ -82,6 +85,8 @@ class WatchSettings:
             raise ValueError(f"persist_s {self.persist_s} must be > 0 and below adopt_after_s {self.adopt_after_s}")
         if self.history_every_s <= 0 or self.history_span_s < 10 * self.history_every_s:
             raise ValueError("history_every_s must be > 0 and history_span_s at least 10 times it")
+        if not 0 < self.confirm_share <= 1:
+            raise ValueError(f"confirm_share is {self.confirm_share}; expected above 0 and at most 1")
         if not (self.departure > 0 and self.min_limit > 0 and self.residual_floor >= 0 and self.min_events >= 0
                 and self.byte_floor >= 0 and self.count_floor >= 0 and self.core_floor >= 0
                 and self.percent_floor >= 0):
@@ -193,17 +198,18 @@ class ChannelBands:
 
 
 def wander(stats: np.ndarray, horizon_rows: int, independent_rows: int = 1) -> np.ndarray:
-    """What each column moves over `horizon_rows` rows, as a noise scale: the variance of changes grows from its
-    value at `independent_rows` (rows that share no samples) by its slope out to the longest lag the baseline
-    measures well (a quarter of it), extrapolated to the horizon; over √2. For independent noise that is its own
-    noise scale, for a column that drifts or wanders what it moves in that time (0 without a horizon, or with too
-    short a baseline)."""
+    """What each column moves over `horizon_rows` rows, as a noise scale: the variance of changes between rows
+    that share no samples, grown at the slowest rate it grows by over lags out to a quarter of the baseline, out to
+    the horizon; over √2. For independent noise (or a periodic signal, whose changes return to their start every
+    period) that is its own noise scale; for a column that drifts, what it moves in that time. 0 without a horizon
+    or with too short a baseline."""
     short = max(1, int(independent_rows))
     long = min(int(horizon_rows), stats.shape[0] // 4)
     if long <= short:
         return np.zeros(stats.shape[1])
-    near, far = _change_variance(stats, short), _change_variance(stats, long)
-    slope = np.fmax(far - near, 0.0) / (long - short)
+    near = _change_variance(stats, short)
+    lags = np.unique(np.round(np.geomspace(min(2 * short, long), long, WANDER_LAGS)).astype(int))
+    slope = np.min([np.fmax(_change_variance(stats, lag) - near, 0.0) / max(lag - short, 1) for lag in lags], axis=0)
     return np.sqrt(np.fmax(near + slope * (horizon_rows - short), 0.0) / 2.0)
 
 
@@ -299,8 +305,10 @@ class ChannelWatch:
         return self.bands.limit if self.bands is not None else math.inf
 
     def _confirmed(self, departure: np.ndarray, inner: np.ndarray) -> np.ndarray:
-        """True where no inner statistic is given, or where it departs on the same side as the window's own."""
-        inner_departure = self.bands.departure(inner)
+        """True where no inner statistic is given, or where it lies beyond `confirm_share` of the way to departing on
+        the same side as the window's own: the median third, a third of the window's samples, is noisier than the
+        window's mean, and need only show that the departure is not one part's."""
+        inner_departure = self.bands.departure(inner) / self.settings.confirm_share
         same_side = np.sign(inner_departure) == np.sign(departure)
         return np.isnan(inner) | (same_side & self._departing(inner_departure))
 

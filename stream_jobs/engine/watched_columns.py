@@ -64,9 +64,9 @@ class WatchedColumns:
         return self.settings.window_s / self.settings.interval_s * np.sqrt(samples - 1) / samples
 
     def _secondary_columns(self) -> np.ndarray:
-        """True for every watched column but the signals' means."""
-        columns = len(self._watch_floors())
-        return np.arange(columns) >= len(self.signal_names)
+        """True for the spreads (a signal's within a window, a residual's): a pruned signal's residual mean is its
+        level, as primary as a kept signal's mean."""
+        return self._spread_columns()
 
     def _spread_columns(self) -> np.ndarray:
         """True for the watched columns that are spreads within a window (a signal's, or a residual's)."""

@@ -42,7 +42,7 @@ def test_the_environment_names_the_config_file(tmp_path):
     ("intervall = 1\n", "'intervall'"),
     ("[rn]\ninterval = 1\n", "[rn]"),
     ("[sql]\ninterval = 1\n", "[sql] has no option 'interval'"),
-    ("[run]\nrisk = 3\n", "strictly between 0 and 1"),
+    ("[run]\nrisk = 0\n", "must be above 0"),
     ("[sql]\nformat = \"xml\"\n", "is not one of table, tsv, jsonl"),
     ("[run]\nquiet = \"maybe\"\n", "not true or false"),
     ("[run\n", "not valid TOML"),

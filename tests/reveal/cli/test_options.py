@@ -40,7 +40,7 @@ def stored(tmp_path_factory):
 
 CASES = {
     "duration": (["run", "--duration", "soon"], "--duration"),
-    "risk": (["run", "--risk", "2"], "--risk"),
+    "risk": (["run", "--risk", "0"], "--risk"),
     "warmup": (["run", "--warmup-windows", "3"], "--warmup-windows"),
     "procfs": (["run", "--procfs", "/nonexistent"], "--procfs"),
     "sysfs": (["agent", "--bootstrap", "127.0.0.1:1", "--sysfs", "/nonexistent"], "--sysfs"),
@@ -114,7 +114,7 @@ CASES = {
     "detect window": (["detect", "--input", "{folder}/table.csv", "--window", "0"], "--window"),
     "detect baseline": (["detect", "--input", "{folder}/table.csv", "--baseline", "{folder}/missing.csv"],
                         "missing.csv"),
-    "detect risk": (["detect", "--input", "{folder}/table.csv", "--risk", "5"], "--risk"),
+    "detect risk": (["detect", "--input", "{folder}/table.csv", "--risk", "-1"], "--risk"),
     "channels procfs": (["channels", "--procfs", "/nonexistent"], "--procfs"),
     "bench agent interval": (["bench", "agent", "--interval", "0"], "--interval"),
     "bench agent bootstrap": (["bench", "agent", "--bootstrap", "kafka"], "--bootstrap"),
@@ -161,9 +161,9 @@ def test_a_config_file_with_an_unknown_key_names_it_and_what_is_allowed(tmp_path
     config.write_text('[run]\nintervall = 0.2\n')
     result = reveal("run", "--config", str(config), "--duration", "5", cwd=tmp_path)
     assert result.returncode == 2 and "'intervall'" in result.stderr and "interval" in result.stderr
-    config.write_text('[run]\nrisk = 7\n')
+    config.write_text("[run]\nrisk = 0\n")
     result = reveal("run", "--config", str(config), "--duration", "5", cwd=tmp_path)
-    assert result.returncode == 2 and "risk" in result.stderr and "between 0 and 1" in result.stderr
+    assert result.returncode == 2 and "risk" in result.stderr and "above 0" in result.stderr
     assert not (tmp_path / "reveal-data").exists()
 
 
