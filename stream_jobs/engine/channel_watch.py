@@ -44,8 +44,6 @@ from scipy.stats import norm
 from stream_jobs.engine.calibration import Calibration, calibrated_limit
 
 MAD_TO_SIGMA = 1.4826
-# Lags, spaced evenly in log, at which a column's growth of change variance is measured (see wander).
-WANDER_LAGS = 6
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
 # The history a column's model is learned again from holds at least this many windows, whatever the stride.
 MIN_HISTORY_WINDOWS = 200
@@ -68,7 +66,7 @@ class WatchSettings:
     secondary_departure: float = 1.5
     persist_s: float = 4.0
     unconfirmed_s: float = 10.0
-    confirm_share: float = 0.5
+    confirm_share: float = 1.0
     drift_horizon_s: float = 600.0
     history_every_s: float = 5.0
     history_span_s: float = 720.0
@@ -199,17 +197,15 @@ class ChannelBands:
 
 def wander(stats: np.ndarray, horizon_rows: int, independent_rows: int = 1) -> np.ndarray:
     """What each column moves over `horizon_rows` rows, as a noise scale: the variance of changes between rows
-    that share no samples, grown at the slowest rate it grows by over lags out to a quarter of the baseline, out to
-    the horizon; over √2. For independent noise (or a periodic signal, whose changes return to their start every
-    period) that is its own noise scale; for a column that drifts, what it moves in that time. 0 without a horizon
-    or with too short a baseline."""
+    that share no samples, grown by the slope it grows at out to a quarter of the baseline, out to the horizon; over
+    √2. For independent noise that is its own noise scale; for a column that drifts or wanders (a random walk, a
+    slow cycle), what it moves in that time. 0 without a horizon or with too short a baseline."""
     short = max(1, int(independent_rows))
     long = min(int(horizon_rows), stats.shape[0] // 4)
     if long <= short:
         return np.zeros(stats.shape[1])
-    near = _change_variance(stats, short)
-    lags = np.unique(np.round(np.geomspace(min(2 * short, long), long, WANDER_LAGS)).astype(int))
-    slope = np.min([np.fmax(_change_variance(stats, lag) - near, 0.0) / max(lag - short, 1) for lag in lags], axis=0)
+    near, far = _change_variance(stats, short), _change_variance(stats, long)
+    slope = np.fmax(far - near, 0.0) / (long - short)
     return np.sqrt(np.fmax(near + slope * (horizon_rows - short), 0.0) / 2.0)
 
 
