@@ -28,12 +28,12 @@ class Calibration:
 
 
 def calibrated_limit(statistic: np.ndarray, persist_rows: int, spacing: int, calibration: Calibration,
-                     min_limit: float, columns: int = 1) -> float:
+                     min_limit: float) -> float:
     """The host's limit in noise scales: the level that the baseline's statistic (the largest |z| over columns in
     each row; rows `spacing` windows apart), held for `persist_rows` rows, rises above in `risk` runs a day, from a
     tail fitted to its run peaks (see declustered_limit); a baseline shorter than a day at the promise is never
-    given a limit below what it held. Widened by Student's t over
-    the baseline's independent windows at the tail one of its `columns` is allowed, never below `min_limit`."""
+    given a limit below what it held. Widened by Student's t over the baseline's independent windows, never below
+    `min_limit`."""
     statistic = np.nan_to_num(np.asarray(statistic, dtype=np.float64), nan=0.0)
     if statistic.size == 0:
         return math.inf
@@ -45,13 +45,12 @@ def calibrated_limit(statistic: np.ndarray, persist_rows: int, spacing: int, cal
     if allowed < 1:  # a baseline shorter than the promise has seen no false run: never below what it saw
         limit = max(limit, float(held.max()))
     independent = statistic.size * row_s / max(calibration.window_s, row_s)
-    column_tail = min(1e-3, calibration.risk * row_s / SECONDS_PER_DAY / (2 * max(columns, 1)))
-    return max(float(limit) * short_baseline_widening(independent, 1 - column_tail), min_limit)
+    return max(float(limit) * short_baseline_widening(independent), min_limit)
 
 
 def short_baseline_widening(independent_windows: float, quantile: float = 0.999) -> float:
     """How much wider a limit learned from this many independent windows must be: Student's t over the normal at
-    the quantile a column is judged at (1.0 for thousands, about 1.4 for ten at 0.999, more further out).
+    a far quantile (1.0 for thousands, about 1.4 for ten).
 
     >>> round(short_baseline_widening(10), 2), round(short_baseline_widening(1e6), 2)
     (1.39, 1.0)

@@ -23,11 +23,8 @@ A column counts once it has departed for `persist_s` seconds running: one instan
 holds it, and `persist_s` is longer than the window. Until a streak has lasted `unconfirmed_s`, it counts only while
 the window's median third departs too, so two bursts a few seconds apart do not count while a fault, which holds
 the whole window out, does. Spreads count only when they rise (a channel that got steadier is not a fault by
-itself); secondary columns (spreads, residuals) must depart by `secondary_departure` limits.
-
-Models follow slow drift (a history of the windows within their limits, every `history_every_s` seconds), and a
-column out for `adopt_after_s` seconds (or `adopt_share` of about as long) has changed level for good: its model
-takes in the new level.
+itself); spreads must depart by `secondary_departure` limits. Models follow slow drift; a column out for
+`adopt_after_s` seconds has changed level for good and is adopted.
 """
 
 from __future__ import annotations
@@ -293,8 +290,7 @@ class ChannelWatch:
         if trim > 0 and statistic.size:
             statistic = np.where(statistic > np.quantile(statistic, 1 - trim), 0.0, statistic)
         persist_rows = max(1, math.ceil(self.timing.persist / spacing))
-        judged = int(np.count_nonzero(np.isfinite(bands.median)))
-        return calibrated_limit(statistic, persist_rows, spacing, self.calibration, self.settings.min_limit, judged)
+        return calibrated_limit(statistic, persist_rows, spacing, self.calibration, self.settings.min_limit)
 
     @property
     def limit(self) -> float:

@@ -16,6 +16,7 @@ from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import Frame
 from sinks.rows import alert_row, anomaly_row
 from stream_jobs.cluster_stage import ClusterStage
+from stream_jobs.engine.channel_watch import WatchTiming
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 
@@ -165,7 +166,7 @@ def test_a_stage_whose_channels_are_departing_needs_the_first_window_of_their_ru
     stage.on_catalog(CATALOG)
     verdicts = [v for frame in FRAMES[:700] for v in stage.on_frame(frame).verdicts]
     runs = [v.watch.streak.max() if v.watch is not None else 0 for v in verdicts]
-    assert runs[-1] >= SETTINGS.watch.persist_windows, "the step change has been departing for a while"
+    assert runs[-1] >= WatchTiming.of(SETTINGS.watch, SETTINGS.stride_s).persist, "the step change has been departing for a while"
     first_of_run = verdicts[len(verdicts) - runs[-1]]
     opening = max(f.timestamp_ns for f in FRAMES if f.timestamp_ns < first_of_run.start_ns)
     assert stage.needed_since_ns("resume-host") == opening
