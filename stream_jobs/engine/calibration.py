@@ -48,12 +48,12 @@ def calibrated_limit(statistic: np.ndarray, persist_rows: int, spacing: int, cal
     return max(float(limit) * short_baseline_widening(independent), min_limit)
 
 
-def short_baseline_widening(independent_windows: float, quantile: float = 0.999) -> float:
+def short_baseline_widening(independent_windows: float, quantile: float = 1 - 1e-5) -> float:
     """How much wider a limit learned from this many independent windows must be: Student's t over the normal at
-    a far quantile (1.0 for thousands, about 1.4 for ten).
+    a far quantile (1.0 for thousands, about 1.9 for ten).
 
     >>> round(short_baseline_widening(10), 2), round(short_baseline_widening(1e6), 2)
-    (1.39, 1.0)
+    (1.9, 1.0)
     """
     dof = max(1.0, independent_windows - 1)
     return float(student_t.ppf(quantile, dof) / norm.ppf(quantile))
