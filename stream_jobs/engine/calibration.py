@@ -76,7 +76,7 @@ def declustered_limit(held: np.ndarray, rate_per_row: float) -> float:
     minutes cannot say more)."""
     initial = _initial_level(held)
     above = held > initial
-    starts = np.flatnonzero(above & ~np.concatenate([[False], above[:-1]]))
+    starts = _run_starts(above)
     if starts.size == 0:
         return float(held.max()) if held.size else 0.0
     peaks = np.maximum.reduceat(np.where(above, held, -np.inf), starts)
@@ -98,7 +98,11 @@ def _initial_level(held: np.ndarray) -> float:
     ordered = np.sort(held)
     for quantile in (0.98, 0.95, 0.9, 0.8, 0.5):
         level = float(np.quantile(ordered, quantile))
-        above = held > level
-        if np.count_nonzero(above & ~np.concatenate([[False], above[:-1]])) >= MIN_PEAKS:
+        if _run_starts(held > level).size >= MIN_PEAKS:
             return level
     return float(np.quantile(ordered, 0.5))
+
+
+def _run_starts(inside: np.ndarray) -> np.ndarray:
+    """The rows where a run of True begins."""
+    return np.flatnonzero(inside & ~np.concatenate([[False], inside[:-1]]))

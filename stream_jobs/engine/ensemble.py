@@ -14,7 +14,7 @@ MODES = ("calibrated", "paper")
 # In paper mode a window is flagged when this many detectors put it in their baseline's top fraction (§4.3).
 PAPER_AGREEMENT = 2
 # In calibrated mode one detector alone raises an alert only when its score is at least this many times its
-# threshold: far enough past a 1e-4 tail that the others' silence means they cannot see it (a broken correlation
+# threshold: far enough past its calibrated tail that the others' silence means they cannot see it (a broken correlation
 # that only the Mahalanobis detector sees), not that it is noise.
 LONE_DETECTOR_MARGIN = 3.0
 # Thresholds are floored here so that a baseline whose scores were all 0 still yields a finite severity.

@@ -170,7 +170,7 @@ class HostPipeline(WatchedColumns):
             claim(top) if top else ("window departs from its baseline" if flagged else ""), evidence,
             {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
             top.explanation if top else "", refitted, means, self._context(signal, window, z), watched,
-            self.ranked_channels(watched) if explain else ())
+            self.ranked_channels(watched) if flagged else ())
 
     def _lead(self, evidence: tuple[Contribution, ...], subsystem: str) -> Contribution:
         """The evidence a window's claim tells of: the strongest of the subsystem the window is named after, so that

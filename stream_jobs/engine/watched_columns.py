@@ -89,21 +89,15 @@ class WatchedColumns:
 
     def _column_subsystems(self) -> np.ndarray:
         """The subsystem of every watched column's signal."""
-        columns = len(self.watch.event_floor)
-        cached = getattr(self, "_subsystems_of_columns", None)
-        if cached is None or len(cached) != columns:
-            owners = self._column_owners(columns)
-            cached = np.array([self.subsystem_of[self.signal_names[i]] for i in owners], dtype=object)
-            self._subsystems_of_columns = cached
-        return cached
+        subsystems = np.array([self.subsystem_of[name] for name in self.signal_names], dtype=object)
+        return subsystems[self._column_owners(len(self.watch.event_floor))]
 
     def _column_owners(self, columns: int) -> np.ndarray:
-        """The signal each watched column belongs to."""
-        owners = getattr(self, "_owners", None)
-        if owners is None or len(owners) != columns:
-            owners = np.array([self.watched_signal(i) for i in range(columns)], dtype=np.int64)
-            self._owners = owners
-        return owners
+        """The signal each of the `columns` watched columns belongs to: every signal twice (mean, spread), then
+        every residual's pruned signal twice (residual, residual spread)."""
+        signals = np.arange(len(self.signal_names))
+        dropped = np.asarray(self.residuals.dropped, dtype=np.int64)
+        return np.concatenate([signals, signals, dropped, dropped])[:columns]
 
     def watched_reference(self, index: int) -> str:
         """The representative a residual column is fitted on ('' for a signal's own columns)."""

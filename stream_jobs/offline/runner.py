@@ -91,9 +91,7 @@ def output_row(host: str, verdict: WindowVerdict) -> dict:
             **{f"score_{name}": verdict.detector_scores.get(name, float("nan")) for name in DETECTORS},
             "score": verdict.score, "flagged": int(verdict.anomalous), "detectors": list(verdict.detectors),
             "subsystem": verdict.subsystem, "claim": verdict.claim,
-            "ranked_metrics": list(verdict.ranked_channels
-                                   or dict.fromkeys(c.channel for c in verdict.evidence)) if verdict.anomalous else
-            list(dict.fromkeys(c.channel for c in verdict.evidence))}
+            "ranked_metrics": list(verdict.ranked_channels or dict.fromkeys(c.channel for c in verdict.evidence))}
 
 
 def _mark_peer_findings(rows: list[dict], peer_anomalies) -> None:
