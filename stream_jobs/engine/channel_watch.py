@@ -4,7 +4,9 @@ that a clean host opens about `risk` false findings a day whatever its number of
 Each column (a channel's window mean, its within-window spread, a pruned channel's residual from its
 representative) keeps the median of its window statistic over the baseline and two noise scales, one per side: the
 distance from the median to the baseline's `tail_share` and 1 − `tail_share` quantiles, in standard-normal units, so
-a skewed channel (bursts above, a floor below) is measured on each side by what that side does. A window departs on
+a skewed channel (bursts above, a floor below) is measured on each side by what that side does; never below the
+statistic's standard deviation over the baseline, so a channel that sat on one level but for rare excursions is
+not judged by a quantile that never saw them. A window departs on
 a column when its statistic lies further from the median than `limit` noise scales, and further than the column's
 practical floor in its own units where the unit is known (a few events for counters, `byte_floor` for memory,
 `core_floor` for time busy, `count_floor` for whole-number gauges, `percent_floor` for shares); a table without
@@ -139,10 +141,10 @@ class ChannelBands:
             median = np.nanmedian(stats, axis=0)
             low, high = np.nanquantile(stats, [tail, 1 - tail], axis=0)
             spread = np.nanstd(stats, axis=0)
-        sparse = np.fmax(0.1 * np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
+        spread_floor = np.fmax(np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
         unit = norm.ppf(1 - tail)
-        above = np.fmax((high - median) / unit, sparse)
-        below = np.fmax((median - low) / unit, sparse)
+        above = np.fmax((high - median) / unit, spread_floor)
+        below = np.fmax((median - low) / unit, spread_floor)
         unknown = np.isfinite(stats).sum(axis=0) < 2
         median = np.where(unknown, np.nan, median)
         return cls(median, above, below, np.asarray(floor, dtype=np.float64), float(limit))
