@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from reveal.bench.agent import GOALS, bench_agent
-from reveal.cli.options import (bootstrap_servers, output_file, positive_count, positive_seconds,
-                                     writable_folder)
+from reveal.cli.options import (bootstrap_servers, existing_folder, output_file, positive_count,
+                                positive_seconds, writable_folder)
 
 
 def register(commands) -> None:
@@ -15,6 +15,7 @@ def register(commands) -> None:
     _register_engine(benches)
     _register_pipeline(benches)
     _register_host_faults(benches)
+    _register_field_ceiling(benches)
 
 
 def _register_agent(benches) -> None:
@@ -128,6 +129,33 @@ def handle_agent(args) -> int:
     print("\nCPU per read, by source (µs):")
     for source, micros in sorted(result.per_source_cpu_us.items(), key=lambda item: -item[1]):
         print(f"  {source:28s} {micros:8.1f}")
+    return 0
+
+
+def _register_field_ceiling(benches) -> None:
+    ceiling = benches.add_parser(
+        "field-ceiling", help="the best any threshold on a window statistic scores on labelled field data",
+        description="On a folder of labelled cases laid out as ../shared/bench/run.py reads them, score the "
+                    "largest |z| over channels of each window's mean and spread against the baseline's, flagged above "
+                    "each of several baseline quantiles, the way run.py scores (event recall, window precision, "
+                    "composite F1; cases pooled), and print one JSON line per quantile. The best line bounds what "
+                    "any calibration of one such limit can reach on that data.")
+    ceiling.add_argument("--data", type=existing_folder, required=True, metavar="DIR",
+                         help="a folder with cases.json and per case baseline.csv, test.csv, labels.json "
+                              "(e.g. ../shared/bench/asd)")
+    ceiling.add_argument("--window", type=positive_seconds, default=3600.0, metavar="S",
+                         help="window length, as run.py's --window (default: 1h)")
+    ceiling.set_defaults(handler=handle_field_ceiling)
+
+
+def handle_field_ceiling(args) -> int:
+    import json
+    from pathlib import Path
+
+    from reveal.bench.field_ceiling import ceiling, load_cases
+
+    for figures in ceiling(load_cases(Path(args.data)), args.window):
+        print(json.dumps({key: float(value) for key, value in figures.items()}), flush=True)
     return 0
 
 

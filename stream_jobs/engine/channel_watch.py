@@ -130,8 +130,8 @@ class ChannelBands:
     def fit(cls, stats: np.ndarray, floor: np.ndarray, settings: WatchSettings, trim: float = 0.0,
             limit: float = 1.0, horizon_rows: int = 0, independent_rows: int = 1) -> ChannelBands:
         """The model of a baseline's window statistics (windows × columns, in time order). `trim` measures the
-        noise at a less extreme quantile, for a baseline that may itself hold anomalies (a run judged against
-        itself). A column that wanders (autocorrelated, drifting) is allowed what it wanders over `horizon_rows`
+        noise at a less extreme quantile, and the spread without that share of each column's most extreme values,
+        for a baseline that may itself hold anomalies (a run judged against itself). A column that wanders (autocorrelated, drifting) is allowed what it wanders over `horizon_rows`
         rows, the age the model's median reaches before it is learned again. A column read in fewer than two
         windows has no model: it is not judged."""
         tail = max(settings.tail_share, trim / 2)
@@ -140,7 +140,7 @@ class ChannelBands:
             warnings.simplefilter("ignore", RuntimeWarning)
             median = np.nanmedian(stats, axis=0)
             low, high = np.nanquantile(stats, [tail, 1 - tail], axis=0)
-            spread = np.nanstd(stats, axis=0)
+            spread = np.nanstd(_within(stats, trim / 2) if trim > 0 else stats, axis=0)
         spread_floor = np.fmax(np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
         unit = norm.ppf(1 - tail)
         above = np.fmax((high - median) / unit, spread_floor)
@@ -192,6 +192,12 @@ class ChannelBands:
         array = lambda name: np.array([np.nan if v is None else v for v in data[name]], dtype=np.float64)
         return cls(array("median"), array("above"), array("below"), np.nan_to_num(array("floor")),
                    float(data["limit"]))
+
+
+def _within(stats: np.ndarray, share: float) -> np.ndarray:
+    """The statistics with each column's `share` most extreme on either side blanked (NaN)."""
+    low, high = np.nanquantile(stats, [share, 1 - share], axis=0)
+    return np.where((stats >= low) & (stats <= high), stats, np.nan)
 
 
 def wander(stats: np.ndarray, horizon_rows: int, independent_rows: int = 1) -> np.ndarray:
