@@ -27,7 +27,7 @@ def check_read_only(sql: str, explain_ast: Callable[[str], list[str]]) -> None:
     """Raise WriteRefused unless `sql` is one statement that only reads; `explain_ast` returns the lines of
     EXPLAIN AST for a statement (parsing only: nothing runs)."""
     statement = single_statement(sql)
-    if _OUTFILE.search(_without_literals(statement)):
+    if _OUTFILE.search(without_literals(statement)):
         raise WriteRefused("INTO OUTFILE writes a file; only reads are allowed")
     lines = explain_ast(statement)
     kind = lines[0].split()[0] if lines else ""
@@ -45,12 +45,12 @@ def single_statement(sql: str) -> str:
     text = sql.strip()
     while text.endswith(";"):
         text = text[:-1].rstrip()
-    if ";" in _without_literals(text):
+    if ";" in without_literals(text):
         raise WriteRefused("one statement at a time: a ';' separates statements")
     return text
 
 
-def _without_literals(sql: str) -> str:
+def without_literals(sql: str) -> str:
     """The text with string literals, quoted names and comments blanked out, so their contents are not read as SQL."""
     out, index, length = [], 0, len(sql)
     while index < length:

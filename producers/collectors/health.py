@@ -8,10 +8,19 @@ from typing import Callable
 from producers.collectors.base import Collector
 
 _UNITS = {"agent.tick_lag_ms": ("gauge", "ms"), "agent.ticks_skipped": ("event", "ticks"),
-          "agent.cpu_time_us": ("counter", "us"), "agent.max_rss_bytes": ("gauge", "bytes"),
+          "agent.cpu_time_us": ("counter", "us"), "agent.rss_bytes": ("gauge", "bytes"),
           "agent.frames_sent": ("counter", "frames"), "agent.delivery_failures": ("event", "frames"),
           "agent.spool_records": ("gauge", "frames"), "agent.spool_bytes": ("gauge", "bytes"),
           "agent.dropped_frames": ("event", "frames")}
+
+
+def resident_bytes() -> float:
+    """The agent's memory in use now (resident set, /proc/self/statm), not its high-water mark, which only rises."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return float(int(statm.read().split()[1]) * resource.getpagesize())
+    except (OSError, IndexError, ValueError):
+        return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
 
 class AgentHealthCollector(Collector):
@@ -26,8 +35,7 @@ class AgentHealthCollector(Collector):
 
     def collect(self) -> dict[str, float]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        values = {"agent.cpu_time_us": (usage.ru_utime + usage.ru_stime) * 1e6,
-                  "agent.max_rss_bytes": usage.ru_maxrss * 1024.0}
+        values = {"agent.cpu_time_us": (usage.ru_utime + usage.ru_stime) * 1e6, "agent.rss_bytes": resident_bytes()}
         for provider in self.providers:
             values.update(provider())
         out: dict[str, float] = {}

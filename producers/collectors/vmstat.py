@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from producers.collectors.base import Field, ProcTextCollector
 
-# Cumulative counts among the nr_* fields, which are otherwise current page counts.
-_NR_COUNTERS = frozenset({"nr_dirtied", "nr_written", "nr_unstable", "nr_vmscan_write", "nr_vmscan_immediate_reclaim"})
+# Cumulative counts among the nr_* fields, which are otherwise current page counts (the kernel's node_stat_item
+# comments: "since bootup", pins acquired and released).
+_NR_COUNTERS = frozenset({"nr_dirtied", "nr_written", "nr_unstable", "nr_vmscan_write", "nr_vmscan_immediate_reclaim",
+                          "nr_throttled_written", "nr_foll_pin_acquired", "nr_foll_pin_released"})
+# Current counts among the other fields, which are otherwise events since boot: shadow nodes the page cache holds.
+_OTHER_GAUGES = frozenset({"workingset_nodes"})
 # Pages read from and written to block devices, and dirtied then written back: the flow of storage I/O through the
 # page cache, not memory use.
 _STORAGE_FLOWS = frozenset({"pgpgin", "pgpgout", "nr_dirtied", "nr_written"})
@@ -19,7 +23,7 @@ def vmstat_subsystem(key: str) -> str:
 
 
 def vmstat_kind(key: str) -> str:
-    if key.startswith("nr_") and key not in _NR_COUNTERS:
+    if (key.startswith("nr_") and key not in _NR_COUNTERS) or key in _OTHER_GAUGES:
         return "gauge"
     return "event" if key.startswith(_EVENT_PREFIXES) else "counter"
 

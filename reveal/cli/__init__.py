@@ -9,7 +9,7 @@ import sys
 from schemas.topics import BrokerUnavailable
 from sinks.clickhouse import StorageError
 from stream_jobs.allocator import tune_allocator
-from reveal.cli.config import CONFIG_ENV, settle
+from reveal.cli.config import CONFIG_ENV, env_name, settle
 from reveal.lab.hosts import LabError
 from reveal.cli import (agent, alerts, bench, channels, collect, compare_windows, detect, lab, report, run, sql,
                         worker)
@@ -49,7 +49,26 @@ def build_parser() -> argparse.ArgumentParser:
                              help=f"a TOML file of settings: keys are the options' names, at the top level or in a "
                                   f"[{name}] table; flags > REVEAL_<OPTION> variables > file > defaults (default: "
                                   f"${CONFIG_ENV}, else none)")
+        _defer_required(command)
     return parser
+
+
+def _defer_required(command: argparse.ArgumentParser) -> None:
+    """A required option may come from the environment or the settings file, which are read after parsing: argparse
+    stops requiring it and `missing_required` checks once they are."""
+    required = [a for a in command._actions if a.required and a.option_strings]
+    for action in required:
+        action.required = False
+    command.set_defaults(required_options=tuple((a.dest, a.option_strings[-1]) for a in required))
+
+
+def missing_required(args: argparse.Namespace) -> str | None:
+    """The one-line complaint for a required option set by no flag, variable or file; None when all are set."""
+    for dest, flag in getattr(args, "required_options", ()):
+        if getattr(args, dest, None) is None:
+            return (f"{flag} is required: give it as a flag, as {env_name(dest)}, or as '{dest.replace('_', '-')}' "
+                    f"in the settings file (see reveal {args.command} --help)")
+    return None
 
 
 def configurable_commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -81,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
         commands = configurable_commands(parser)
         if args.command in commands:
             settled = settle(args, sys.argv[1:] if argv is None else argv, commands[args.command], commands)
+            missing = missing_required(args)
+            if missing:
+                print(f"reveal {args.command}: {missing}", file=sys.stderr)
+                return 2
             if args.command in LONG_RUNNING:
                 logging.getLogger("reveal").info("%s", settled.describe(args))
         return args.handler(args) or 0
@@ -90,6 +113,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"reveal {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        _quiet_closed_stdout()
+        return 0
+
+
+def _quiet_closed_stdout() -> None:
+    """The reader of our output went away (`reveal channels | head`): what is left unwritten goes nowhere, and
+    Python's flush at exit must not fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 class CommandError(Exception):

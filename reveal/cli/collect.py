@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 from producers.agent import Agent
 from producers.recording import RecordingWriter
@@ -20,11 +21,17 @@ def register(commands) -> None:
     parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                         help="stop after this many seconds (default: run until Ctrl-C)")
     parser.add_argument("--out", type=output_file(".avro"), required=True, metavar="FILE.avro", help="the recording to write")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace --out if it exists (default: refuse, so no recording is lost)")
     add_agent_options(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args) -> int:
+    from reveal.cli import CommandError
+
+    if os.path.exists(args.out) and not args.overwrite:
+        raise CommandError(f"{args.out} exists; give another --out, or --overwrite to replace it")
     settings = agent_settings(args)
     log.info("recording %s to %s", settings, args.out)
     writer = RecordingWriter(args.out)

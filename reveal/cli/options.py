@@ -334,5 +334,8 @@ def engine_settings(args, interval_s: float = 0.1):
     from stream_jobs.engine.host_pipeline import EngineSettings
 
     warmup = {"warmup_windows": args.warmup_windows} if hasattr(args, "warmup_windows") else {}
+    if hasattr(args, "interval") and 2 * args.interval > args.window:
+        raise ValueError(f"--interval {args.interval:g} s leaves fewer than two samples in a --window of "
+                         f"{args.window:g} s; sample at most every {args.window / 2:g} s or widen the window")
     return EngineSettings(window_s=args.window, stride_s=args.stride, interval_s=interval_s, **warmup, mode="paper" if args.paper_thresholds else "calibrated",
                           risk=args.risk, seed=args.seed, selection_threshold=args.selection_threshold or None)

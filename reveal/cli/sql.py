@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import sys
 import textwrap
 from pathlib import Path
 
 from sinks import retrospectives
 from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn
+from sinks.read_only import without_literals
 from sinks.tables import CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS
 from reveal.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn
 from reveal.live.client import RunQueries, running_service
 from stream_jobs.offline.output import finite_or_none
+
+_FORMAT_CLAUSE = re.compile(r"\bFORMAT\s+(\w+)\s*$", re.IGNORECASE)
+_CHANNEL_VALUES = re.compile(r"channel_values\s*\(\s*name\s*=\s*(?:'([^']*)'|\{(\w+)\s*:\s*\w+\})\s*\)",
+                             re.IGNORECASE)
 
 
 def register(commands) -> None:
@@ -74,6 +81,8 @@ def handle(args) -> int:
     reader = open_reader(args)
     try:
         columns, rows = reader.query(statement, parameters or None)
+        if not rows:
+            _unknown_channels(reader, statement, parameters)
     except StorageError as error:
         raise CommandError(_explained(str(error))) from None
     finally:
@@ -95,12 +104,42 @@ def _statement(args, parameters: dict[str, str]) -> tuple[str, dict[str, str]]:
     if not args.named and not args.query:
         raise CommandError("give a query, --query NAME (a named retrospective) or --list")
     if not args.named:
-        return args.query, parameters
+        return _own_query(args.query), parameters
     try:
         retrospective = retrospectives.load(args.named)
         return retrospective.sql, retrospective.bound(parameters)
     except retrospectives.RetrospectiveError as error:
         raise CommandError(str(error)) from None
+
+
+def _own_query(query: str) -> str:
+    """The query as given, refused in one line where it cannot run: empty, or naming its own output format (the
+    rows come back as data and --format prints them)."""
+    from reveal.cli import CommandError
+
+    statement = query.strip().rstrip(";").rstrip()
+    if not statement:
+        raise CommandError("the query is empty; give SQL such as \"SELECT host, count() FROM windows GROUP BY host\"")
+    own_format = _FORMAT_CLAUSE.search(without_literals(statement))
+    if own_format:
+        raise CommandError(f"leave out 'FORMAT {own_format.group(1)}': the rows are printed by --format "
+                           f"({', '.join(PRINTERS)})")
+    return statement
+
+
+def _unknown_channels(reader, statement: str, parameters: dict[str, str]) -> None:
+    """A query of channel_values() that found nothing because no host ever had the channel is told so, with the
+    nearest names, instead of printing no rows."""
+    from reveal.cli import CommandError
+
+    for literal, parameter in _CHANNEL_VALUES.findall(statement):
+        name = literal or parameters.get(parameter, "")
+        _, known = reader.query("SELECT DISTINCT arrayJoin(names) FROM catalogs")
+        names = [row[0] for row in known]
+        if name not in names:
+            near = difflib.get_close_matches(name, names, n=3)
+            raise CommandError(f"channel_values: no host has a channel named {name!r}"
+                               + (f"; did you mean {', '.join(near)}?" if near else "; reveal channels lists them"))
 
 
 def print_retrospectives(out) -> None:

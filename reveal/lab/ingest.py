@@ -63,16 +63,29 @@ class RecordedRun:
         return engine_settings_for(self.meta["baseline_s"], mode, self.meta["seed"])
 
 
+# What a run's run.json must hold to be replayed and scored.
+RUN_KEYS = frozenset({"run_id", "scenario", "cluster", "hosts", "started_ns", "baseline_s", "duration_s", "seed"})
+
+
 def load_run(run_dir: Path) -> RecordedRun:
     """A run directory's metadata, truth and recordings; ValueError names what is missing."""
     if not (run_dir / "run.json").is_file():
         raise ValueError(f"{run_dir} is not a lab run directory (no run.json)")
     recordings = sorted((run_dir / "telemetry").glob("*.avro"))
+    if not recordings and not (run_dir / "logs").is_dir():
+        raise ValueError(f"{run_dir}: no telemetry/*.avro recordings")
     if not recordings:
         raise ValueError(f"{run_dir}: no telemetry was recorded (see {run_dir / 'logs'})")
     truth_path = run_dir / "truth.jsonl"
     truth = read_truth(truth_path) if truth_path.is_file() else []
-    return RecordedRun(run_dir, json.loads((run_dir / "run.json").read_text()), truth, recordings)
+    try:
+        meta = json.loads((run_dir / "run.json").read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{run_dir / 'run.json'}: not valid JSON ({error})") from None
+    missing = sorted(RUN_KEYS - set(meta)) if isinstance(meta, dict) else ["an object"]
+    if missing:
+        raise ValueError(f"{run_dir / 'run.json'}: lacks {', '.join(missing)}")
+    return RecordedRun(run_dir, meta, truth, recordings)
 
 
 def engine_settings_for(baseline_s: float, mode: str, seed: int) -> EngineSettings:

@@ -42,6 +42,7 @@ def load_parquet(path: str) -> RecordedTable:
 
 
 def _csv_header(path: str) -> list[str]:
+    _refuse_binary(path)
     try:
         with pa_csv.open_csv(path) as reader:
             return reader.schema.names
@@ -53,6 +54,21 @@ def _csv_header(path: str) -> list[str]:
         raise TableError(f"{path}: the header is not UTF-8 text (byte {error.start})") from error
     except OSError as error:
         raise TableError(f"{path}: cannot be read ({error})") from error
+
+
+def _refuse_binary(path: str) -> None:
+    """A file with NUL bytes near its start is not text: told in one line, without echoing its bytes."""
+    import gzip
+
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as handle:
+            head = handle.read(8192)
+    except (OSError, EOFError) as error:
+        raise TableError(f"{path}: cannot be read ({error})") from error
+    if b"\0" in head:
+        raise TableError(f"{path}: not a CSV text file (it holds binary data); expected a header line such as "
+                         f"'{TIMESTAMP_COLUMN},metric_a,metric_b' and one row per instant")
 
 
 def _read_csv(path: str, column_types: dict) -> pa.Table:

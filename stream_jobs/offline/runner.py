@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
+import numpy as np
+
 from schemas.channels import SUBSYSTEMS
 from schemas.records import CHANNEL_KINDS, Catalog, Channel
 from stream_jobs.cluster_stage import ClusterStage
@@ -36,6 +38,9 @@ def count_windows(table: HostTable, settings: EngineSettings) -> int:
 
 def learned_pipeline(table: HostTable, baseline: HostTable, settings: EngineSettings) -> HostPipeline:
     """A pipeline whose baseline is every window of `baseline`, ready to judge `table`."""
+    if 2 * baseline.interval_s > settings.window_s:
+        raise TableError(f"{baseline.host}: rows come every {baseline.interval_s:g} s, so a {settings.window_s:g} s "
+                         f"window holds fewer than two; give --window of at least {2 * baseline.interval_s:g} s")
     windows = count_windows(baseline, settings)
     if windows < 10:
         raise TableError(f"{baseline.host}: the baseline makes {windows} windows of {settings.window_s:g} s; "
@@ -76,6 +81,12 @@ def detect(table: RecordedTable, settings: EngineSettings, baseline: RecordedTab
         if baseline is not None and base is None:
             raise TableError(f"the baseline has no rows for host {host!r} (it has {sorted(baseline.hosts)})")
         progress(f"{host}: {len(host_table.timestamps_ns)} rows, {len(host_table.channels.names)} metrics")
+        empty = [name for name, seen in zip(host_table.channels.names, np.isfinite(host_table.values).any(axis=0))
+                 if not seen]
+        if empty:
+            progress(f"{host}: {len(empty)} column{'s hold' if len(empty) > 1 else ' holds'} no number in any row, "
+                     "not judged: "
+                     + ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else ""))
         catalog = _catalog_for(host_table)
         pipeline, verdicts = judge_host(host_table, base, settings)
         for verdict in verdicts:

@@ -3,14 +3,14 @@
 from producers.collectors.health import AgentHealthCollector
 
 
-def test_own_cpu_time_and_peak_memory_are_read_with_their_units():
+def test_own_cpu_time_and_memory_in_use_are_read_with_their_units():
     collector = AgentHealthCollector()
     values = collector.collect()
-    assert set(values) == {"agent.cpu_time_us", "agent.max_rss_bytes"}
-    assert values["agent.cpu_time_us"] > 0 and values["agent.max_rss_bytes"] > 1 << 20
+    assert set(values) == {"agent.cpu_time_us", "agent.rss_bytes"}
+    assert values["agent.cpu_time_us"] > 0 and values["agent.rss_bytes"] > 1 << 20
     cpu = collector.describe("agent.cpu_time_us")
     assert (cpu.subsystem, cpu.kind, cpu.unit, cpu.device) == ("agent", "counter", "us", "")
-    assert (collector.describe("agent.max_rss_bytes").kind, collector.describe("agent.max_rss_bytes").unit) == (
+    assert (collector.describe("agent.rss_bytes").kind, collector.describe("agent.rss_bytes").unit) == (
         "gauge", "bytes")
 
 

@@ -98,3 +98,30 @@ def test_one_channel_is_read_by_name_through_the_view(data_dir):
                     "n=cpu.user.all")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["value\tunit", "0.0\tticks", "1.0\tticks", "2.0\tticks", "3.0\tticks"]
+
+
+def test_a_channel_no_host_has_is_named_with_the_nearest_instead_of_no_rows(data_dir):
+    from schemas.records import Catalog, Channel
+    from sinks.landing import queue_catalog
+
+    writer = ClickHouseWriter(data_dir_dsn(data_dir))
+    queue_catalog(writer, Catalog("view-host", "c", (Channel("cpu.user.all", "cpu", "counter", "ticks", ""),), 1))
+    writer.close()
+    for query, params in ((["SELECT ts FROM channel_values(name = 'cpu.usr.all')"], []),
+                          (["SELECT ts FROM channel_values(name = {n:String})"], ["--param", "n=cpu.usr.all"])):
+        result = reveal("sql", "--data-dir", data_dir, *query, *params)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "'cpu.usr.all'" in result.stderr and "cpu.user.all" in result.stderr
+
+
+@pytest.mark.parametrize("query, told", [("   ", "the query is empty"), ("SELECT 1 FORMAT JSON;", "FORMAT JSON"),
+                                         ("select 2 format TabSeparated", "--format")])
+def test_an_empty_query_or_one_with_its_own_format_is_one_clear_line(data_dir, query, told):
+    result = reveal("sql", "--data-dir", data_dir, query)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert told in result.stderr and "Native" not in result.stderr
+
+
+def test_format_inside_a_string_is_data_not_a_clause(data_dir):
+    result = reveal("sql", "--data-dir", data_dir, "--format", "tsv", "SELECT 'x FORMAT JSON' AS t")
+    assert result.returncode == 0 and result.stdout.splitlines() == ["t", "x FORMAT JSON"], result.stderr
