@@ -14,6 +14,26 @@ from stream_jobs.records import StageOutput
 SAVED_BASELINE_SQL = ("SELECT state FROM baselines FINAL WHERE host = {host:String} AND "
                       "catalog_version = {version:UInt32} ORDER BY saved_at DESC LIMIT 1")
 
+# Each incident of a host whose events hold no close: what a run that stopped without closing them (killed, crashed)
+# left open.
+UNCLOSED_INCIDENTS_SQL = """
+SELECT alert_id, any(cluster), any(kind), argMax(subsystem, end), toUnixTimestamp64Nano(min(start)),
+       toUnixTimestamp64Nano(max(end)), argMax(severity, end), argMax(summary, end), argMax(hint, end)
+FROM alerts FINAL WHERE host = {host:String}
+GROUP BY alert_id HAVING max(state = 'closed') = 0 ORDER BY alert_id"""
+ABANDONED_NOTE = "closed when Reveal restarted: the run that opened it stopped without closing it"
+
+
+def close_abandoned_incidents(writer: ClickHouseWriter, host: str) -> list[str]:
+    """Close every incident of this host that a stopped run left open, at the last window it was seen in, with a
+    note saying why, so no incident stays open for ever; returns their ids."""
+    _, rows = writer.query(UNCLOSED_INCIDENTS_SQL, {"host": host})
+    writer.add("alerts", [[alert_id, host, cluster, "closed", start, end, severity, subsystem,
+                           f"{summary}; {ABANDONED_NOTE}", hint, kind]
+                          for alert_id, cluster, kind, subsystem, start, end, severity, summary, hint in rows])
+    writer.flush()
+    return [row[0] for row in rows]
+
 
 def queue_catalog(writer: ClickHouseWriter, catalog: Catalog) -> None:
     writer.add("catalogs", [catalog_row(catalog)])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from producers.agent import Agent
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
-from sinks.landing import ClickHouseLanding
+from sinks.landing import ABANDONED_NOTE, ClickHouseLanding, close_abandoned_incidents
 from reveal.cli.options import (DEFAULT_DATA_DIR, StopFlag, add_agent_options,
                                      add_engine_options, add_retention_options, agent_settings, apply_retention,
                                      engine_settings, listen_address, positive_seconds,
@@ -63,7 +63,9 @@ def handle(args) -> int:
     live = LiveState(engine.warmup_windows)
     server.snapshot = live.snapshot
     console = None if args.quiet else sys.stdout
-    runner = sink.target = EmbeddedRunner(HostStage(engine), ClickHouseLanding(writer), console, live=live)
+    _close_abandoned(writer, agent_config.host)
+    landing = ClickHouseLanding(writer)
+    runner = sink.target = EmbeddedRunner(HostStage(engine, landing.saved_baseline), landing, console, live=live)
     server.start(args.data_dir)
     print(f"live page: {server.url}/" if server.page else f"queries: {server.url}/api/query", flush=True)
     try:
@@ -76,6 +78,15 @@ def handle(args) -> int:
     print(f"stopped after {stats.ticks} samples ({stats.skipped} skipped, max tick lag {stats.max_lag_s * 1e3:.1f} ms): "
           f"{runner.summary()} stored in {args.data_dir}", flush=True)
     return 0
+
+
+def _close_abandoned(writer: ClickHouseWriter, host: str) -> None:
+    """Incidents a killed or crashed run left open are closed, and the console says so."""
+    closed = close_abandoned_incidents(writer, host)
+    if closed:
+        print(f"{len(closed)} incident{'s' if len(closed) > 1 else ''} of {host} left open by a run that stopped "
+              f"without closing {'them' if len(closed) > 1 else 'it'} closed ({ABANDONED_NOTE}): "
+              + ", ".join(closed[:5]), flush=True)
 
 
 class _LaterSink:

@@ -346,16 +346,27 @@ class HostPipeline(WatchedColumns):
         """The learned baseline (selection and fitted detectors) as JSON values, to survive a restart."""
         if not self.baseline_ready:
             raise RuntimeError("HostPipeline.state called before its baseline was learned")
-        return {"signal_names": list(self.signal_names), "windows_seen": self.windows_seen,
+        return {"signal_names": list(self.signal_names), "learned_with": self.learned_with(),
+                "windows_seen": self.windows_seen,
                 "selection": self.selection.to_json() if self.selection else None,
                 "ensemble": self.ensemble.state(), "model": self.watch.bands.to_json(),
                 "residuals": self.residuals.to_json(), "counted": np.flatnonzero(self.counted).tolist(),
                 "ratio_floors": self.ratio_floors.tolist(), "signal_levels": self.signal_levels.tolist(),
                 "steady": np.flatnonzero(self.steady).tolist()}
 
+    def learned_with(self) -> dict:
+        """The settings a learned baseline depends on: one learned with other windows, another sampling interval,
+        promise or mode does not fit this pipeline."""
+        s = self.settings
+        return {"window_s": s.window_s, "stride_s": s.stride_s, "interval_s": s.interval_s, "mode": s.mode,
+                "risk": s.risk, "selection_threshold": s.selection_threshold, "seed": s.seed}
+
     def restore(self, state: dict) -> bool:
-        """Take over a saved baseline if it was learned on the same channels; returns whether it was taken."""
+        """Take over a saved baseline if it was learned on the same channels with the same settings; returns whether
+        it was taken."""
         if tuple(state["signal_names"]) != self.signal_names or "model" not in state:
+            return False
+        if state.get("learned_with") != self.learned_with():
             return False
         self.selection = Selection.from_json(state["selection"]) if state["selection"] else None
         self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)

@@ -49,3 +49,52 @@ def test_embedded_run_stores_windows_that_sql_can_count(tmp_path):
     counted = reveal("sql", "--data-dir", data_dir, "--format", "tsv", "SELECT count() FROM windows")
     assert counted.returncode == 0, counted.stderr
     assert int(counted.stdout.splitlines()[1]) >= 14
+
+
+def test_a_run_stopped_with_ctrl_c_resumes_its_baseline_when_started_again(tmp_path):
+    import signal
+    import time
+
+    data_dir = str(tmp_path / "data")
+    common = ("--data-dir", data_dir, "--warmup-windows", "10", "--listen", "127.0.0.1:0", "--no-ui",
+              "--sources", "cpu,memory")
+    first = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", *common], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(20)
+    first.send_signal(signal.SIGINT)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 0 and "baseline learned" in err, err[-2000:]
+    second = reveal("run", "--duration", "6", *common)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "baseline restored" in second.stderr and "learning baseline" not in second.stdout
+    windows = [line for line in second.stdout.splitlines() if "  window " in line]
+    assert windows and all("score" in line for line in windows), second.stdout[-2000:]
+
+
+def test_incidents_a_killed_run_left_open_are_closed_with_a_note_when_it_starts_again(tmp_path):
+    import socket
+
+    from sinks.clickhouse import ClickHouseWriter
+    from sinks.landing import ABANDONED_NOTE
+
+    data_dir = tmp_path / "data"
+    host = socket.gethostname()
+    writer = ClickHouseWriter(data_dir_dsn(data_dir))
+    writer.add("alerts", [[f"{host}/anomaly:cpu", host, "default", "open", 10**18, 10**18 + 3 * 10**9, 4.0, "cpu",
+                           "cpu anomaly", "", "anomaly"],
+                          [f"{host}/anomaly:memory", host, "default", "open", 10**18, 10**18 + 10**9, 3.0, "memory",
+                           "memory anomaly", "", "anomaly"],
+                          [f"{host}/anomaly:memory", host, "default", "closed", 10**18, 10**18 + 2 * 10**9, 3.0,
+                           "memory", "memory anomaly", "", "anomaly"]])
+    writer.close()
+    run = reveal("run", "--duration", "3", "--data-dir", str(data_dir), "--listen", "127.0.0.1:0", "--no-ui",
+                 "--sources", "cpu")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert f"1 incident of {host} left open" in run.stdout and f"{host}/anomaly:cpu" in run.stdout
+    reader = ClickHouseReader(data_dir_dsn(data_dir))
+    still_open = reader.query("SELECT alert_id FROM alerts FINAL GROUP BY alert_id HAVING max(state = 'closed') = 0")
+    closing = reader.query("SELECT summary, toUnixTimestamp64Nano(end) FROM alerts FINAL "
+                           "WHERE alert_id = {a:String} AND state = 'closed'", {"a": f"{host}/anomaly:cpu"})
+    reader.close()
+    assert still_open[1] == []
+    assert ABANDONED_NOTE in closing[1][0][0] and closing[1][0][1] == 10**18 + 3 * 10**9
