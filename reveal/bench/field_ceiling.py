@@ -92,3 +92,27 @@ def ceiling(cases: list[Case], window_s: float, quantiles=BASELINE_QUANTILES) ->
         figures.append({"baseline_quantile": quantile, "event_recall": round(recall, 3),
                         "window_precision": round(precision, 3), "composite_f1": round(f1, 3)})
     return figures
+
+
+def out_of_reach(cases: list[Case], window_s: float, quantile: float = 0.99) -> list[dict]:
+    """Per case, at one baseline quantile: the labelled events none of whose windows exceeds it (no threshold that
+    flags fewer clean windows finds them) and the share of clean judged windows that do."""
+    rows = []
+    for case in cases:
+        step = float(np.median(np.diff(case.seconds)))
+        width = max(2, int(round(window_s / step)))
+        base, judged = largest_departure(window_statistics(case.baseline, width),
+                                         window_statistics(case.judged, width))
+        limit = np.quantile(base, quantile)
+        starts = case.seconds[:len(judged)]
+        labelled = np.zeros(len(judged), dtype=bool)
+        unreached = 0
+        for label in case.labels:
+            overlapping = (starts < label["end"]) & (starts + width * step > label["start"])
+            labelled |= overlapping
+            unreached += not (judged[overlapping] > limit).any()
+        clean = judged[~labelled]
+        rows.append({"case": case.name, "events": len(case.labels), "events_never_above": unreached,
+                     "clean_windows_above": round(float((clean > limit).mean()) if clean.size else 0.0, 3)})
+    return rows
+

@@ -139,7 +139,9 @@ def _register_field_ceiling(benches) -> None:
                     "largest |z| over channels of each window's mean and spread against the baseline's, flagged above "
                     "each of several baseline quantiles, the way run.py scores (event recall, window precision, "
                     "composite F1; cases pooled), and print one JSON line per quantile. The best line bounds what "
-                    "any calibration of one such limit can reach on that data.")
+                    "any calibration of one such limit can reach on that data. Then, per case at the 99th "
+                    "percentile, the labelled events no window of which exceeds it and the share of clean windows "
+                    "that do.")
     ceiling.add_argument("--data", type=existing_folder, required=True, metavar="DIR",
                          help="a folder with cases.json and per case baseline.csv, test.csv, labels.json "
                               "(e.g. ../shared/bench/asd)")
@@ -152,10 +154,16 @@ def handle_field_ceiling(args) -> int:
     import json
     from pathlib import Path
 
-    from reveal.bench.field_ceiling import ceiling, load_cases
+    from reveal.bench.field_ceiling import ceiling, load_cases, out_of_reach
 
-    for figures in ceiling(load_cases(Path(args.data)), args.window):
+    cases = load_cases(Path(args.data))
+    for figures in ceiling(cases, args.window):
         print(json.dumps({key: float(value) for key, value in figures.items()}), flush=True)
+    reach = out_of_reach(cases, args.window)
+    for row in reach:
+        print(json.dumps({"at_baseline_quantile": 0.99, **row}), flush=True)
+    print(json.dumps({"at_baseline_quantile": 0.99, "events": sum(r["events"] for r in reach),
+                      "events_never_above": sum(r["events_never_above"] for r in reach)}), flush=True)
     return 0
 
 
