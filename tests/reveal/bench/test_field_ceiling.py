@@ -41,4 +41,4 @@ def test_a_stretch_the_baseline_already_held_is_out_of_reach_and_a_large_change_
     reached = out_of_reach(load_cases(tmp_path / "step"), 600.0)[0]
     unreached = out_of_reach(load_cases(tmp_path / "again"), 600.0, quantile=1.0)[0]
     assert reached["events_never_above"] == 0 and unreached["events_never_above"] == 1
-    assert 0 <= reached["clean_windows_above"] < 0.05 and unreached["clean_windows_above"] == 0
+    assert 0 <= reached["clean_windows_above"] < 0.1 and unreached["clean_windows_above"] == 0
