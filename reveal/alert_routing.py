@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from schemas.records import Alert
+from stream_jobs.engine.severity import CRITICAL_AT, severity_word
 
 __all__ = ["AlertFilter", "EventLedger", "WebhookSender", "WebhookRefused", "alertmanager_payload", "describe",
            "slack_payload", "PAYLOADS"]
@@ -33,7 +34,8 @@ NEVER = "0001-01-01T00:00:00Z"  # Alertmanager's "no end yet"
 
 @dataclass(frozen=True)
 class AlertFilter:
-    """Which alert events an operator wants: of one cluster (empty: all), at or above a severity (band widths)."""
+    """Which alert events an operator wants: of one cluster (empty: all), at or above a severity (1–10, see
+    stream_jobs/engine/severity.py)."""
 
     cluster: str = ""
     min_severity: float = 0.0
@@ -50,15 +52,16 @@ def iso_utc(timestamp_ns: int) -> str:
 def describe(alert: Alert) -> str:
     """One alert event as one line for a terminal."""
     words = (f"{iso_utc(alert.end_ns)} {alert.state.upper():<6} [{alert.kind}/{alert.subsystem or '-'}] "
-             f"{alert.cluster}/{alert.host} severity {alert.severity:.1f}: {alert.summary}")
+             f"{alert.cluster}/{alert.host} severity {alert.severity:.1f} ({severity_word(alert.severity)}): {alert.summary}")
     return words + (f" — hint: {alert.hint}" if alert.hint else "") + f" ({alert.alert_id})"
 
 
 def severity_label(severity: float, critical_at: float) -> str:
+    """Alertmanager's usual labels: critical from `critical_at`, else warning."""
     return "critical" if severity >= critical_at else "warning"
 
 
-def alertmanager_payload(alert: Alert, critical_at: float = 10.0) -> dict:
+def alertmanager_payload(alert: Alert, critical_at: float = CRITICAL_AT) -> dict:
     """Alertmanager's webhook payload (version 4) for one incident event; `closed` is `resolved`."""
     status = "resolved" if alert.state == "closed" else "firing"
     labels = {"alertname": ALERTNAME, "incident": alert.alert_id, "host": alert.host, "cluster": alert.cluster,
@@ -74,7 +77,7 @@ def alertmanager_payload(alert: Alert, critical_at: float = 10.0) -> dict:
             "commonLabels": labels, "commonAnnotations": annotations, "externalURL": "", "alerts": [body]}
 
 
-def slack_payload(alert: Alert, critical_at: float = 10.0) -> dict:
+def slack_payload(alert: Alert, critical_at: float = CRITICAL_AT) -> dict:
     """A Slack incoming-webhook message for one incident event."""
     icon = {"open": ":rotating_light:", "update": ":warning:", "closed": ":white_check_mark:"}.get(alert.state, "")
     lines = [f"{icon} *{alert.state}* {severity_label(alert.severity, critical_at)} "

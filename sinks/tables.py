@@ -25,8 +25,8 @@ TABLE_DESCRIPTIONS = {
                "whether the window was anomalous",
     "anomalies": "one finding about one host window, from any source (host detectors, channel watch, peers, "
                  "retransmissions, configuration), with its claim, hint and ranked metric–feature evidence",
-    "alerts": "incidents as alert events (open, update, closed) keyed by alert_id, with severity in band widths, "
-              "subsystem, summary and hint",
+    "alerts": "incidents as alert events (open, update, closed) keyed by alert_id, with severity 1–10 (1 at the "
+              "band's edge, one more per doubling; 4 major, 7 critical), subsystem, summary and hint",
     "retransmissions": "each window's retransmission verdict (workload-intrinsic, fault-induced, …) and its reason",
     "baselines": "learned baselines, restored after a restart",
     "lab_faults": "lab runs: each injected fault, its interval and whether it took effect",

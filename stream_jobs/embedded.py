@@ -7,6 +7,7 @@ import time
 from typing import Callable, TextIO
 
 from schemas.records import Catalog, Frame
+from stream_jobs.engine.severity import severity_word
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.host_stage import HostStage
 from stream_jobs.live_state import LiveState
@@ -93,7 +94,7 @@ class EmbeddedRunner:
         for alert in alerts:
             self.incidents.add(alert.alert_id)
             self._show(f"INCIDENT {alert.state} [{alert.kind}/{alert.subsystem or '-'}] {alert.host}: severity "
-                       f"{alert.severity:.1f}: {alert.summary}" + (f" — hint: {alert.hint}" if alert.hint else ""))
+                       f"{alert.severity:.1f} ({severity_word(alert.severity)}): {alert.summary}" + (f" — hint: {alert.hint}" if alert.hint else ""))
 
     def _learning(self, host: str, verdict) -> int:
         """How many windows the host has learned in its current learning spell (0 once it judges)."""

@@ -15,6 +15,7 @@ from schemas.topics import BrokerUnavailable, TopicNames
 from reveal.alert_routing import (PAYLOADS, AlertFilter, EventLedger, WebhookRefused, WebhookSender,
                                        describe)
 from reveal.cli.options import StopFlag, add_kafka_options, kafka_security, positive_seconds
+from stream_jobs.engine.severity import CRITICAL_AT
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +38,17 @@ def register(commands) -> None:
                              "new ones only; a webhook group resumes where it left off)")
     parser.add_argument("--cluster", default="", metavar="NAME", help="only this cluster's alerts (default: all)")
     parser.add_argument("--min-severity", type=severity, default=0.0, metavar="S",
-                        help="only alert events of at least this severity, in band widths (default: 0, all)")
+                        help="only alert events of at least this severity, on Reveal's 1–10 scale (1 at the band's edge, one "
+                             "more per doubling; 4 major, 7 critical; default: 0, all)")
     parser.add_argument("--webhook", type=webhook_url, default=None, metavar="URL",
                         help="post each alert event to this http(s) URL instead of printing it")
     parser.add_argument("--webhook-format", choices=sorted(PAYLOADS), default="alertmanager",
                         help="alertmanager: Alertmanager's webhook JSON (version 4), one alert per post, "
                              "fingerprinted by incident; slack: a Slack incoming-webhook message (default: "
                              "alertmanager)")
-    parser.add_argument("--critical-at", type=severity, default=10.0, metavar="S",
-                        help="severity from which an alert is labelled critical rather than warning (default: 10)")
+    parser.add_argument("--critical-at", type=severity, default=CRITICAL_AT, metavar="S",
+                        help=f"severity from which an alert is labelled critical rather than warning (default: "
+                             f"{CRITICAL_AT:g}, Reveal's own 'critical')")
     parser.add_argument("--group", default="reveal-alerts-webhook", metavar="GROUP",
                         help="--webhook: the consumer group that remembers what was delivered (default: "
                              "reveal-alerts-webhook)")
@@ -55,7 +58,7 @@ def register(commands) -> None:
 
 
 def severity(text: str) -> float:
-    """A severity in band widths: a number of at least 0."""
+    """A severity on the 1–10 scale: a number of at least 0."""
     try:
         value = float(text)
     except ValueError:

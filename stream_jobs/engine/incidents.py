@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schemas.channels import CPU
+from stream_jobs.engine.severity import severity_scale, severity_word
 from stream_jobs.engine.signatures import match_signature
 
 EVIDENCE_LIMIT = 5
@@ -286,7 +287,7 @@ class IncidentTracker:
         top = incident.top_evidence()
         signature = match_signature(top)
         event = AlertEvent(incident.incident_id, incident.host, state, incident.start_ns, incident.end_ns,
-                           incident.peak, incident.subsystem,
+                           severity_scale(incident.peak), incident.subsystem,
                            _summary(incident, incident.told_evidence(), signature, reason),
                            signature.hint if signature else "")
         if event == incident.last_event:
@@ -316,10 +317,11 @@ def _only_its_symptoms(incident: _OpenIncident, window: _FlaggedWindow) -> bool:
 
 
 def _summary(incident: _OpenIncident, top, signature, reason: str) -> str:
-    """One line, e.g. 'cpu anomaly on h1 over 4 windows, peak severity 7.2; cpu.busy.cpu3 std z=+12.0'."""
+    """One line, e.g. 'major cpu anomaly on h1 over 4 windows, peak severity 4.1 of 10; cpu.busy.cpu3 std z=+12.0'."""
     plural = "s" if incident.windows != 1 else ""
-    words = f"{incident.subsystem} anomaly on {incident.host} over {incident.windows} window{plural}, " \
-            f"peak severity {incident.peak:.3g}"
+    severity = severity_scale(incident.peak)
+    words = f"{severity_word(severity)} {incident.subsystem} anomaly on {incident.host} over {incident.windows} " \
+            f"window{plural}, peak severity {severity:.1f} of 10"
     if top:
         words += "; " + ", ".join(f"{c} {f} z={z:+.1f}" for c, f, z in top[:SUMMARY_EVIDENCE])
     if signature:

@@ -79,7 +79,7 @@ def test_alerts_prints_what_the_topic_holds_filtered_by_cluster_and_severity(kaf
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert len(lines) == 1 and "OPEN   [anomaly/cpu] c1/h1 severity 12.0: cpu anomaly on h1" in lines[0]
+    assert len(lines) == 1 and "OPEN   [anomaly/cpu] c1/h1 severity 12.0 (critical): cpu anomaly on h1" in lines[0]
     assert lines[0].endswith("— hint: look for a process outside the job (a)")
     assert "is not an alert" in result.stderr
 

@@ -29,7 +29,7 @@ def test_slack_payload_and_the_printed_line_carry_state_place_severity_words_and
     text = slack_payload(alert("closed"))["text"]
     assert "*closed*" in text and "`c1/h1`" in text and "severity 12.0" in text and "_hint:_ look for" in text
     line = describe(alert())
-    assert line.startswith("2023-11-14T22:13:23.000Z OPEN   [anomaly/cpu] c1/h1 severity 12.0: cpu anomaly")
+    assert line.startswith("2023-11-14T22:13:23.000Z OPEN   [anomaly/cpu] c1/h1 severity 12.0 (critical): cpu anomaly")
     assert line.endswith("(h1:cpu:7)")
 
 

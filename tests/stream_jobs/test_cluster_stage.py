@@ -6,6 +6,7 @@ import numpy as np
 
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import HostWindow, PersistedChannel
+from stream_jobs.engine.severity import severity_scale
 from stream_jobs.cluster_stage import ClusterStage
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
@@ -240,7 +241,7 @@ def test_an_incidents_severity_is_that_of_the_feature_that_persisted():
     two_windows = [_host_window(w, {"mem.dirty": 3.0} if w in (10, 11) else {}, far_spread if w in (10, 11) else {})
                    for w in range(40)]
     [incident] = _opened(two_windows)
-    assert incident.severity == 3.0 and (incident.start_ns - T0) // 10**9 == 10
+    assert incident.severity == severity_scale(3.0) and (incident.start_ns - T0) // 10**9 == 10
 
 
 def _alerts_of_runs(runs: dict[str, tuple[str, int, int]], windows: int = 80) -> list:
@@ -259,7 +260,7 @@ def test_an_incident_that_opens_on_a_peer_seconds_after_a_hosts_own_is_told_as_p
                               "h2": ("net.tx_bytes", 0, 0)})
     assert {a.host for a in alerts} == {"h0"}
     assert [a.state for a in alerts] == ["open", "update", "closed"]
-    assert "then on peers: h1 (network anomaly on h1" in alerts[1].summary
+    assert "then on peers: h1 (major network anomaly on h1" in alerts[1].summary
     assert "then on peers: h1" in alerts[2].summary
 
 

@@ -2,6 +2,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from stream_jobs.engine.attribution import Contribution
+from stream_jobs.engine.severity import severity_scale
 from stream_jobs.engine.incidents import AlertEvent, IncidentTracker, RegimeDetector
 
 SECOND = 1_000_000_000
@@ -27,7 +28,7 @@ def test_a_run_of_anomalous_windows_opens_once_and_closes_after_quiet_windows():
     opened, closed = events
     assert opened.alert_id == closed.alert_id == "h1:101"
     assert opened.start_ns == 98 * SECOND and closed.end_ns == 103 * SECOND
-    assert closed.subsystem == "cpu" and closed.severity == 5.0
+    assert closed.subsystem == "cpu" and closed.severity == severity_scale(5.0)
     assert "3 windows" in closed.summary and "cpu.busy.cpu3" in closed.summary
 
 
@@ -108,8 +109,8 @@ def test_updates_only_when_severity_escalates_or_the_subsystem_changes():
     tracker = IncidentTracker(escalation=1.5)
     events = feed(tracker, "h1", [True] * 6, severities=[4.0, 4.5, 5.0, 7.0, 6.0, 7.2],
                   subsystems=["storage", "storage", "storage", "storage", "network", "network"])
-    assert [(e.state, e.severity, e.subsystem) for e in events] == [("open", 4.0, "storage"),
-                                                                     ("update", 7.0, "storage")]
+    assert [(e.state, e.severity, e.subsystem) for e in events] == [("open", severity_scale(4.0), "storage"),
+                                                                     ("update", severity_scale(7.0), "storage")]
     events = feed(tracker, "h1", [True] * 3, severities=[9.0, 9.0, 9.0], subsystems=["network"] * 3,
                   first_window=106)
     assert [(e.state, e.subsystem) for e in events] == [("update", "network")]
@@ -269,3 +270,14 @@ def test_an_incident_named_after_a_subsystem_tells_of_its_channels_before_the_cp
     told = events[-1].summary.split("; ")[1]
     assert told.startswith("disk.time_reading_ms.vda std z=+12.0"), events[-1].summary
     assert tracker.open_incidents()[0].evidence[0] == ("cpu.forks", "mean", 240.0), "what routing holds is unchanged"
+
+
+def test_severity_is_bounded_and_worded_the_same_for_any_distance():
+    from stream_jobs.engine.severity import severity_word
+
+    tracker = IncidentTracker()
+    events = feed(tracker, "h1", [True] * 3, severities=[1.2e6, 2e6, 3e6])
+    assert events[0].severity == 10.0 and "critical" in events[0].summary and "10.0 of 10" in events[0].summary
+    scaled = [severity_scale(d) for d in (1.0, 3.0, 10.0, 100.0, 1e6)]
+    assert scaled == sorted(scaled) and all(1.0 <= s <= 10.0 for s in scaled)
+    assert [severity_word(s) for s in scaled] == ["minor", "minor", "major", "critical", "critical"]

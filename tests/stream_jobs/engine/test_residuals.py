@@ -36,10 +36,20 @@ def test_a_pruned_signal_is_fitted_as_a_line_on_its_representative_and_its_resid
     assert fitted.summary(shifted)[0][0] == pytest.approx(5.0)
 
 
-def test_a_representative_that_never_varied_gives_a_flat_line_at_the_pruned_signals_mean():
+def test_a_representative_that_never_varied_explains_nothing_so_no_residual_is_watched():
     signal = np.column_stack([np.full(50, 7.0), np.arange(50.0)])
-    fitted = Residuals.fit(signal, ("flat", "ramp"), {"ramp": "flat"})
-    assert fitted.slope[0] == 0.0 and fitted.intercept[0] == pytest.approx(24.5)
+    assert len(Residuals.fit(signal, ("flat", "ramp"), {"ramp": "flat"})) == 0
+
+
+def test_a_relation_that_does_not_hold_across_the_baseline_gives_no_residual():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=400)
+    came_and_went = np.concatenate([2.0 * x[:200], rng.normal(size=200)])
+    moved_apart = np.concatenate([x[:200], x[200:] + 5.0]) + 0.05 * rng.normal(size=400)
+    held = 3.0 * x + 0.3 * rng.normal(size=400)
+    signal = np.column_stack([x, came_and_went, moved_apart, held])
+    fitted = Residuals.fit(signal, ("x", "came", "moved", "held"), {"came": "x", "moved": "x", "held": "x"})
+    assert fitted.dropped.tolist() == [3] and fitted.slope[0] == pytest.approx(3.0, abs=0.1)
 
 
 def test_too_few_rows_or_nothing_pruned_fits_nothing():
