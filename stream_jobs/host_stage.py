@@ -121,6 +121,11 @@ class HostStage:
         saved = 1 - kept / max(len(pipeline.signal_names), 1)
         log.info("%s: baseline learned; selection keeps %d of %d channels (%.0f%% fewer), %d features per window",
                  host, kept, len(pipeline.signal_names), 100 * saved, len(pipeline.layout.names))
+        watch = pipeline.watch
+        if watch.widening > 1:
+            log.info("%s: learned %.0f s of this host; judging only changes %.1f times what its noise allows until "
+                     "it has been watched %.0f min", host, watch.learned_s, watch.widening,
+                     pipeline.settings.watch.drift_horizon_s / 60)
 
     def _regime_events(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list[AlertEvent]:
         """A workload that starts or stops is one notice and a fresh baseline, not a storm of anomalies."""

@@ -20,6 +20,11 @@ EVENT_FIELDS = frozenset({
     "TcpExt.PruneCalled", "TcpExt.TCPMemoryPressures", "IpExt.InNoRoutes", "IpExt.InCsumErrors"})
 
 
+def _unit(field: str) -> str:
+    """Octet counters (IpExt.InOctets, …) count bytes; the rest count packets, segments or events."""
+    return "bytes" if field.endswith("Octets") else ""
+
+
 def _kind(field: str) -> str:
     if field in STATIC_FIELDS:
         return "static"
@@ -50,7 +55,8 @@ class ProtocolCountersCollector(ProcTextCollector):
         if len(header) != len(values):
             raise ValueError(f"{len(header) - 1} names but {len(values) - 1} values")
         return [Field(number, i, f"snmp.{protocol}.{name.decode()}", "", "network",
-                      _kind(f"{protocol}.{name.decode()}")) for i, name in enumerate(header[1:], start=1)]
+                      _kind(f"{protocol}.{name.decode()}"), _unit(name.decode()))
+                for i, name in enumerate(header[1:], start=1)]
 
 
 class SnmpCollector(ProtocolCountersCollector):

@@ -8,6 +8,7 @@ import signal
 import tempfile
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlparse
 
 from producers.source_table import SOURCE_GROUPS, validate_groups
@@ -339,3 +340,34 @@ def engine_settings(args, interval_s: float = 0.1):
                          f"{args.window:g} s; sample at most every {args.window / 2:g} s or widen the window")
     return EngineSettings(window_s=args.window, stride_s=args.stride, interval_s=interval_s, **warmup, mode="paper" if args.paper_thresholds else "calibrated",
                           risk=args.risk, seed=args.seed, selection_threshold=args.selection_threshold or None)
+
+
+# Which kind of run a data folder's tables came from: "embedded" (reveal run) or "distributed" (reveal worker).
+FOLDER_MODE_FILE = "mode"
+
+
+def claim_data_folder(folder: str | os.PathLike, mode: str) -> None:
+    """Mark the data folder as holding `mode`'s tables, or refuse it in one line when another kind of run's data is
+    there: an embedded run's and a worker's hosts, baselines and incidents must not mix in one set of tables."""
+    path = Path(folder) / FOLDER_MODE_FILE
+    try:
+        held = path.read_text().strip()
+    except FileNotFoundError:
+        held = ""
+    if held and held != mode:
+        command = "reveal run" if held == "embedded" else "reveal worker"
+        raise ValueError(f"{folder} holds the data of a {command} ({held} mode); give this {mode} run a folder "
+                         f"of its own")
+    if not held:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        path.write_text(mode + "\n")
+
+
+def embedded_data_folder(dsn: str) -> Path | None:
+    """The data folder an embedded DSN lies in (chdb:///DIR/clickhouse → DIR), where `reveal sql --data-dir` and
+    `reveal report --data-dir` look; None for a ClickHouse server or a chDB folder named otherwise."""
+    if not dsn.startswith("chdb:"):
+        return None
+    path = Path(urlparse(dsn).path)
+    return path.parent if path.name == "clickhouse" else None
+

@@ -11,7 +11,7 @@ from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.landing import ABANDONED_NOTE, ClickHouseLanding, close_abandoned_incidents
 from reveal.cli.options import (DEFAULT_DATA_DIR, StopFlag, add_agent_options,
                                      add_engine_options, add_retention_options, agent_settings, apply_retention,
-                                     engine_settings, listen_address, positive_seconds,
+                                     claim_data_folder, engine_settings, listen_address, positive_seconds,
                                      writable_folder)
 from stream_jobs.embedded import EmbeddedRunner
 from stream_jobs.host_stage import HostStage
@@ -51,6 +51,7 @@ def handle(args) -> int:
     engine = engine_settings(args, args.interval)
     dsn = data_dir_dsn(args.data_dir)
     _refuse_a_folder_in_use(args.data_dir)
+    claim_data_folder(args.data_dir, "embedded")
     sink = _LaterSink()
     agent = Agent(agent_config, sink)  # checks the sources before anything is stored
     storage: list[ClickHouseWriter] = []

@@ -12,10 +12,10 @@ import textwrap
 from pathlib import Path
 
 from sinks import retrospectives
-from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn
+from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn, describe_dsn
 from sinks.read_only import without_literals
 from sinks.tables import CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS
-from reveal.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn
+from reveal.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn, embedded_data_folder
 from reveal.live.client import RunQueries, running_service
 from stream_jobs.offline.output import finite_or_none
 
@@ -159,6 +159,10 @@ def open_reader(args):
 
     if args.clickhouse:
         dsn = clickhouse_dsn(args.clickhouse)
+        folder = embedded_data_folder(dsn)
+        url = running_service(folder) if folder is not None else None
+        if url is not None and not args.write:
+            return RunQueries(url)
     else:
         folder = args.data_dir or DEFAULT_DATA_DIR
         url = running_service(folder)
@@ -174,6 +178,10 @@ def open_reader(args):
     try:
         return ClickHouseReader(dsn, args.database, writable=args.write)
     except StorageError as error:
+        if "Cannot lock file" in str(error) or "Another server instance" in str(error):
+            raise CommandError(f"{describe_dsn(dsn)} is held by another process (a reveal run or worker that "
+                               "announces no query service, or another chDB user); stop it, or query it through "
+                               "the process that holds it") from None
         raise CommandError(str(error)) from None
 
 

@@ -16,8 +16,9 @@ from schemas.topics import TopicNames, ensure_topics
 from sinks.clickhouse import describe_dsn
 from sinks.landing import open_landing
 from reveal.cli.options import (DSN_HELP, add_engine_options, add_kafka_options, add_retention_options,
-                                     apply_retention, clickhouse_dsn, engine_settings, kafka_security, listen_address,
-                                     positive_count, positive_seconds)
+                                apply_retention, claim_data_folder, clickhouse_dsn, embedded_data_folder,
+                                engine_settings, kafka_security, listen_address, positive_count, positive_seconds)
+from reveal.live.server import LiveServer
 from stream_jobs.catalog_preload import read_catalogs
 from stream_jobs.worker.app import create_app
 from stream_jobs.worker.metrics import WorkerMetrics
@@ -56,6 +57,10 @@ def register(commands) -> None:
                         help="serve the worker's health (records, frames, windows, anomalies, open incidents, "
                              "storage queue and errors, consumer lag per partition, dead letters) for Prometheus at "
                              "http://HOST:PORT/metrics (default: off)")
+    parser.add_argument("--listen", type=listen_address, default=("127.0.0.1", 0), metavar="HOST:PORT",
+                        help="with an embedded --clickhouse chdb:///DIR/clickhouse: where the worker answers "
+                             "read-only queries for DIR, so reveal sql --data-dir DIR and reveal report --data-dir DIR "
+                             "work while it runs (default: 127.0.0.1:0, a free port)")
     add_engine_options(parser)
     add_retention_options(parser)
     parser.set_defaults(handler=handle)
@@ -65,11 +70,15 @@ def handle(args) -> int:
     settings = WorkerSettings(args.bootstrap, args.group, engine_settings(args), TopicNames(args.topic_prefix),
                               security=kafka_security(args), storage_retry_max_s=args.storage_retry_max)
     dsn = clickhouse_dsn(args.clickhouse)
+    folder = embedded_data_folder(dsn)
+    if folder is not None:
+        claim_data_folder(folder, "distributed")
     log.info("worker: %s; storage %s, database %s, at most %d rows queued", settings, describe_dsn(dsn),
              args.database, args.max_pending_rows)
     client_config = {"bootstrap.servers": args.bootstrap, **settings.security.client_config()}
     ensure_topics(client_config, TopicNames(args.topic_prefix))
     shell = WorkerShell(settings, lambda: open_landing(dsn, args.database, args.max_pending_rows))
+    queries = _serve_queries(shell, folder, args.listen) if folder is not None else None
     metrics = serve_metrics(WorkerMetrics(shell, args.group), args.metrics_listen) if args.metrics_listen else None
     shell.storage_thread.submit(apply_retention, shell.store.writer, args).result()
     catalogs = read_catalogs(args.bootstrap, settings.topics.catalog, client_config=client_config)
@@ -102,7 +111,25 @@ def handle(args) -> int:
                  shell.store.rows_written)
         if metrics is not None:
             metrics.shutdown()
+        if queries is not None:
+            queries.close()
     return status
+
+
+def _serve_queries(shell: WorkerShell, folder, listen: tuple[str, int]) -> LiveServer:
+    """Read-only queries of the worker's embedded tables, answered on its storage thread (chDB allows one process
+    per folder) and announced in the data folder, as a reveal run announces its own."""
+    host, port = listen
+    read = lambda sql, parameters: shell.storage_thread.submit(  # noqa: E731
+        shell.store.writer.query, sql, parameters, True).result()
+    try:
+        server = LiveServer(host, port, dict, read, page=False)
+    except OSError as error:
+        raise ValueError(f"--listen {host}:{port}: {error}; choose another address (port 0 picks a free one)") \
+            from None
+    server.start(folder)
+    log.info("worker: read-only queries of %s at %s/api/query", folder, server.url)
+    return server
 
 
 def _done(shell: WorkerShell, started: float, duration: float | None, until_idle: float | None) -> bool:

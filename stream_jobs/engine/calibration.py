@@ -48,6 +48,18 @@ def calibrated_limit(statistic: np.ndarray, persist_rows: int, spacing: int, cal
     return max(float(limit) * short_baseline_widening(independent), min_limit)
 
 
+def unseen_drift_widening(span_s: float, horizon_s: float) -> float:
+    """How much wider a limit must be when the baseline spans less time than a model is used over before it is
+    learned again: a level that wanders moves about √(horizon / span) times what a short baseline saw it move (a
+    random walk's reach), so 30 s of a host judge only large changes over the next 10 minutes; 1 once the
+    baseline spans the horizon.
+
+    >>> unseen_drift_widening(30, 600) > 4 > unseen_drift_widening(300, 600) > 1 == unseen_drift_widening(900, 600)
+    True
+    """
+    return math.sqrt(horizon_s / span_s) if 0 < span_s < horizon_s else 1.0
+
+
 def short_baseline_widening(independent_windows: float, quantile: float = 1 - 1e-5) -> float:
     """How much wider a limit learned from this many independent windows must be: Student's t over the normal at
     a far quantile (1.0 for thousands, about 1.9 for ten).

@@ -18,7 +18,9 @@ departure over columns in each window is the host's statistic, and the limit is 
 baseline opens no more than `risk` runs of departing windows a day (a run lasts the persistence). A baseline too
 short to have seen that many days extrapolates with a tail fitted to its statistic (peaks over threshold), and a
 short baseline widens the limit by Student's t over the number of independent windows it holds (30 overlapping
-windows know less than 3,000). So 700 channels do not page 700 times as often as one, and a few minutes of baseline
+windows know less than 3,000) and, while the model has been learned from less time than the drift horizon, by how
+much further a level may wander than the baseline saw (30 s of a host judge only large changes until it has been
+watched 10 minutes). So 700 channels do not page 700 times as often as one, and a few minutes of baseline
 judge only large changes.
 
 A column counts once it has departed for `persist_s` seconds running: one instant's burst lies in every window that
@@ -40,7 +42,7 @@ from typing import Callable
 import numpy as np
 from scipy.stats import norm
 
-from stream_jobs.engine.calibration import Calibration, calibrated_limit
+from stream_jobs.engine.calibration import Calibration, calibrated_limit, unseen_drift_widening
 
 MAD_TO_SIGMA = 1.4826
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
@@ -272,6 +274,7 @@ class ChannelWatch:
         self._recent: deque = deque(maxlen=max(2, self.timing.adopt_after // self.timing.history_stride))
         self._windows = 0
         self.last_observed = np.zeros(len(self.event_floor))
+        self._unwidened, self.learned_s, self._judged_at_fit = math.inf, 0.0, 0
 
     def fit(self, baseline: np.ndarray, trim: float = 0.0) -> ChannelWatch:
         """Learn every column's model and the host's limit from the baseline's windows (windows × columns, NaN
@@ -281,7 +284,10 @@ class ChannelWatch:
         independent = max(1, round(self.calibration.window_s / self.calibration.stride_s))
         bands = ChannelBands.fit(stats, self.event_floor, self.settings, trim,
                                  horizon_rows=self.timing.drift_horizon, independent_rows=independent)
-        self.bands = bands.with_limit(self._calibrate(bands, stats, 1, trim))
+        self._unwidened = self._calibrate(bands, stats, 1, trim)
+        self.learned_s = stats.shape[0] * self.calibration.stride_s
+        self._judged_at_fit = self._windows
+        self.bands = bands.with_limit(self._widened())
         self.out_share[:] = 0.0
         self._history.clear()
         self._history.extend(stats.astype(np.float32)[::-self.timing.history_stride][::-1])
@@ -299,6 +305,17 @@ class ChannelWatch:
             statistic = np.where(statistic > np.quantile(statistic, 1 - trim), 0.0, statistic)
         persist_rows = max(1, math.ceil(self.timing.persist / spacing))
         return calibrated_limit(statistic, persist_rows, spacing, self.calibration, self.settings.min_limit)
+
+    def _widened(self) -> float:
+        """The calibrated limit, widened while what the model was learned from spans less than the drift horizon
+        (see unseen_drift_widening), never below `min_limit`."""
+        widening = unseen_drift_widening(self.learned_s, self.settings.drift_horizon_s)
+        return max(self._unwidened * widening, self.settings.min_limit) if widening > 1 else self._unwidened
+
+    @property
+    def widening(self) -> float:
+        """How many times wider than calibrated the limit is now, for having learned less than the drift horizon."""
+        return unseen_drift_widening(self.learned_s, self.settings.drift_horizon_s)
 
     @property
     def limit(self) -> float:
@@ -319,6 +336,7 @@ class ChannelWatch:
     def restore(self, bands: ChannelBands) -> None:
         """Take over a saved model (a worker restarting); persistence runs start from zero."""
         self.bands = bands
+        self._unwidened, self.learned_s = bands.limit, math.inf
         self.streak[:] = 0
         self.out_share[:] = 0.0
 
@@ -375,7 +393,8 @@ class ChannelWatch:
         """Follow slow drift: each column's median is learned again from the history, and its noise scales widen to
         the history's where that is wider (a history of a few hundred windows measures a tail less well than the
         baseline, so it never narrows one); a column with too few windows in it keeps its own, and the limit stays
-        as calibrated. The caller decides when, so that a replay refits where the live run did."""
+        as calibrated but for the widening of a model learned from less than the drift horizon, which narrows as the
+        host is watched longer. The caller decides when, so that a replay refits where the live run did."""
         if len(self._history) < 10:
             return False
         history = np.asarray(self._history, dtype=np.float64)
@@ -385,7 +404,9 @@ class ChannelWatch:
         median = np.where(keep, self.bands.median, fresh.median)
         above = np.where(keep, self.bands.above, np.fmax(self.bands.above, fresh.above))
         below = np.where(keep, self.bands.below, np.fmax(self.bands.below, fresh.below))
-        self.bands = ChannelBands(median, above, below, self.bands.floor, self.bands.limit)
+        self.learned_s += (self._windows - self._judged_at_fit) * self.calibration.stride_s
+        self._judged_at_fit = self._windows
+        self.bands = ChannelBands(median, above, below, self.bands.floor, self._widened())
         return True
 
     @property

@@ -20,3 +20,9 @@ def test_netstat_reads_the_nstat_retransmission_view(procfs):
         assert f"snmp.TcpExt.{field}" in values
         assert collector.describe(f"snmp.TcpExt.{field}").kind == "event"
     assert "snmp.IpExt.InOctets" in values
+
+
+def test_octet_counters_count_bytes():
+    from producers.collectors.snmp import _unit
+
+    assert _unit("InOctets") == "bytes" and _unit("OutBcastOctets") == "bytes" and _unit("InReceives") == ""

@@ -5,6 +5,7 @@ counters is judged by its mean; one second's burst moves no column; columns' mea
 import numpy as np
 
 from stream_jobs.engine.channels import ChannelTable
+from stream_jobs.engine.channel_watch import WatchSettings
 from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline
 from stream_jobs.engine.watched_columns import column_means, moves_every_step
 
@@ -143,7 +144,8 @@ def _judge_cpu_ticks(extra_cores: float, units=("usec", "usec", "")):
     busy = 50 + rng.normal(0, 2, len(t))
     table = ChannelTable(("cgroup.cpu_system_usec", "cgroup.cpu_throttled_usec", "cpu.busy"),
                          ("counter", "counter", "gauge"), ("cpu", "cpu", "cpu"), units)
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    # floors, not a cold start, are under test: the minute of baseline spans the model's whole drift horizon
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60, watch=WatchSettings(drift_horizon_s=60.0)))
     verdicts = []
     for s, a, b, c in zip(t, system, throttled, busy):
         verdicts += pipeline.push(T0 + int(s * 1e9), np.array([a, b, c]))
