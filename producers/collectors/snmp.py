@@ -20,9 +20,15 @@ EVENT_FIELDS = frozenset({
     "TcpExt.PruneCalled", "TcpExt.TCPMemoryPressures", "IpExt.InNoRoutes", "IpExt.InCsumErrors"})
 
 
+# IP, UDP and TCP traffic counters that count packets, datagrams or segments (a rate a link carries, not events).
+PACKET_FIELDS = frozenset({"InReceives", "InDelivers", "OutRequests", "ForwDatagrams", "InDatagrams",
+                           "OutDatagrams", "InSegs", "OutSegs", "InMcastPkts", "OutMcastPkts", "InBcastPkts",
+                           "OutBcastPkts", "InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts"})
+
+
 def _unit(field: str) -> str:
-    """Octet counters (IpExt.InOctets, …) count bytes; the rest count packets, segments or events."""
-    return "bytes" if field.endswith("Octets") else ""
+    """Octet counters (IpExt.InOctets, …) count bytes, traffic counters packets; the rest count events."""
+    return "bytes" if field.endswith("Octets") else "packets" if field in PACKET_FIELDS else ""
 
 
 def _kind(field: str) -> str:

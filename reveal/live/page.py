@@ -1,8 +1,13 @@
-"""The live page: one self-contained HTML document (inline CSS and script, nothing fetched from elsewhere) that
-polls `/api/state` every second and draws each host's scores, incidents, evidence and traces. Every text from the
-data is set as text, never as markup, so a host or channel name cannot inject anything."""
+"""The live page: one self-contained HTML document (inline CSS and script, page.js; nothing fetched from elsewhere)
+that polls `/api/state` every second for the host's scores, learning, incidents and evidence, and reads the stored
+frames through the run's read-only `/api/query` for the fleet list, a host overview (CPU, memory, disk, network),
+channel search by name and subsystem and traces over a chosen time range, with clock-time axes, units, incident
+markers and a scale a spike cannot flatten. Every text from the data is set as text, never as markup, so a host or
+channel name cannot inject anything."""
 
 from __future__ import annotations
+
+from importlib.resources import files
 
 REFRESH_MS = 1000
 
@@ -19,114 +24,30 @@ section.host h2{margin:0 0 6px;font-size:16px}
 .hint{color:#4a5568;font-style:italic}
 .meta{color:#4a5568;font-size:12px}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
-figure{margin:0} figcaption{font-size:12px;color:#4a5568}
+figure{margin:0;background:#fff;border:1px solid #e2e8f0;border-radius:4px;padding:4px}
+figcaption{font-size:12px;color:#4a5568} .legend{font-size:11px;color:#4a5568}
+.legend .key{border-left:10px solid;padding:0 6px 0 4px;margin-right:4px}
 table.evidence{border-collapse:collapse;font-size:12px} table.evidence td{padding:1px 8px 1px 0}
+#layout{display:grid;grid-template-columns:220px 1fr;gap:0}
+nav{background:#eef1f5;padding:10px 12px;border-right:1px solid #d8dde5;min-height:100vh}
+nav h2{font-size:14px;margin:4px 0} nav ul,ul.channels{list-style:none;padding:0;margin:0}
+nav li{padding:4px 6px;border-radius:4px;cursor:pointer;font-size:13px} nav li.on{background:#1d2430;color:#fff}
+nav li.alerting{border-left:4px solid #c0392b}
+#stored{padding:0 18px 18px;display:grid;gap:12px} #stored h2{font-size:15px;margin:8px 0 0}
+#ranges button{margin-right:4px;border:1px solid #8a94a6;background:#2d3748;color:#fff;border-radius:4px;
+ padding:2px 8px;cursor:pointer} #ranges button.on{background:#fff;color:#1d2430}
+#stored-status{opacity:.7;font-size:12px}
+.controls{display:flex;gap:8px;margin-bottom:6px} .controls input{flex:1;padding:4px 6px}
+ul.channels li{font-size:12px;padding:2px 4px;cursor:pointer;border-bottom:1px solid #edf2f7}
+ul.channels li.chosen{background:#ebf4ff;font-weight:600}
 """
-
-_SCRIPT = """
-const SVG = 'http://www.w3.org/2000/svg';
-function el(tag, cls, text) {
-  const node = document.createElement(tag);
-  if (cls) node.className = cls;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
-function clock(ns) { return new Date(ns / 1e6).toLocaleTimeString(); }
-function chart(caption, series, width, height) {
-  const figure = el('figure'); const svg = document.createElementNS(SVG, 'svg');
-  svg.setAttribute('width', width); svg.setAttribute('height', height);
-  const all = series.flatMap(s => s.values).filter(v => v !== null && isFinite(v));
-  const low = all.length ? Math.min(...all) : 0, high = all.length ? Math.max(...all) : 1;
-  const span = high - low || 1;
-  for (const s of series) {
-    const n = s.values.length; if (n < 2) continue;
-    const points = s.values.map((v, i) => v === null ? null :
-      `${(i / (n - 1) * (width - 4) + 2).toFixed(1)},${(height - 2 - (v - low) / span * (height - 4)).toFixed(1)}`)
-      .filter(p => p !== null).join(' ');
-    const line = document.createElementNS(SVG, 'polyline');
-    line.setAttribute('points', points); line.setAttribute('fill', 'none');
-    line.setAttribute('stroke', s.color); line.setAttribute('stroke-width', s.dashed ? 1 : 1.5);
-    if (s.dashed) line.setAttribute('stroke-dasharray', '4 3');
-    svg.appendChild(line);
-  }
-  figure.appendChild(svg);
-  figure.appendChild(el('figcaption', null, `${caption} (${low.toPrecision(3)} … ${high.toPrecision(3)})`));
-  return figure;
-}
-function incident(record, closed) {
-  const box = el('div', closed ? 'incident closed' : 'incident');
-  box.appendChild(el('div', null, `${closed ? 'closed' : record.state} · ${record.kind}/${record.subsystem || '-'} · ` +
-    `since ${clock(record.start_ns)} · severity ${record.severity === null ? '-' : record.severity.toFixed(1)}`));
-  box.appendChild(el('div', 'claim', record.summary));
-  if (record.hint) box.appendChild(el('div', 'hint', 'hint: ' + record.hint));
-  return box;
-}
-function hostSection(host) {
-  const section = el('section', 'host');
-  section.appendChild(el('h2', null, host.host));
-  section.appendChild(el('div', 'meta', `cluster ${host.cluster} · ${host.channels} channels · ${host.windows} ` +
-    `windows · ${host.anomalies} anomalous windows · ${host.open_incidents.length} open incidents`));
-  if (host.learning) section.appendChild(el('div', 'learning', host.learning));
-  const charts = el('div', 'charts');
-  const scores = host.scores;
-  if (scores.length) {
-    charts.appendChild(chart('anomaly score (solid) against its threshold (dashed)', [
-      {values: scores.map(s => s.score), color: '#2b6cb0'},
-      {values: scores.map(s => s.threshold), color: '#c0392b', dashed: true}], 360, 90));
-    const detectors = Object.keys(scores[scores.length - 1].detectors);
-    for (const name of detectors) {
-      charts.appendChild(chart(`${name}: score against threshold`, [
-        {values: scores.map(s => (s.detectors[name] || {}).score ?? null), color: '#2f855a'},
-        {values: scores.map(s => (s.detectors[name] || {}).threshold ?? null), color: '#c0392b', dashed: true}],
-        240, 70));
-    }
-  }
-  section.appendChild(charts);
-  section.appendChild(el('h3', null, 'Incidents'));
-  if (!host.open_incidents.length && !host.recent_incidents.length) section.appendChild(el('div', 'meta', 'none'));
-  host.open_incidents.forEach(r => section.appendChild(incident(r, false)));
-  host.recent_incidents.forEach(r => section.appendChild(incident(r, true)));
-  if (host.latest_anomaly) {
-    const a = host.latest_anomaly;
-    section.appendChild(el('h3', null, `Latest anomalous window (${clock(a.end_ns)}, ${a.subsystem})`));
-    section.appendChild(el('div', 'claim', a.claim));
-    if (a.hint) section.appendChild(el('div', 'hint', 'hint: ' + a.hint));
-    const table = el('table', 'evidence');
-    for (const e of a.evidence) {
-      const row = el('tr'); row.appendChild(el('td', null, e.channel)); row.appendChild(el('td', null, e.feature));
-      row.appendChild(el('td', null, e.z === null ? '-' : `${e.z.toFixed(1)}σ`)); table.appendChild(row);
-    }
-    section.appendChild(table);
-  }
-  if (host.traces.length) {
-    section.appendChild(el('h3', null, 'Most implicated channels (last minute)'));
-    const traces = el('div', 'charts');
-    host.traces.forEach(t => traces.appendChild(chart(`${t.channel}${t.per ? ' ' + t.per : ''} [${t.subsystem}]`,
-      [{values: t.values, color: '#6b46c1'}], 300, 70)));
-    section.appendChild(traces);
-  }
-  return section;
-}
-async function refresh() {
-  const status = document.getElementById('status');
-  try {
-    const response = await fetch('/api/state', {cache: 'no-store'});
-    const state = await response.json();
-    const main = document.getElementById('hosts');
-    main.replaceChildren(...state.hosts.map(hostSection));
-    if (!state.hosts.length) main.appendChild(el('div', 'meta', 'waiting for the first frames'));
-    status.textContent = `updated ${new Date().toLocaleTimeString()}`;
-  } catch (error) {
-    status.textContent = `the run stopped answering (${error})`;
-  }
-}
-refresh(); setInterval(refresh, REFRESH_MS);
-"""
-
 
 def render_live_page() -> str:
     """The page's HTML."""
-    script = _SCRIPT.replace("REFRESH_MS", str(REFRESH_MS))
+    script = files("reveal.live").joinpath("page.js").read_text(encoding="utf-8").replace("REFRESH_MS",
+                                                                                          str(REFRESH_MS))
     return ("<!doctype html><html lang=en><head><meta charset=utf-8><title>Reveal — live</title>"
-            f"<style>{_STYLE}</style></head><body><header><h1>Reveal — live</h1><span id=status>connecting…</span>"
-            f"</header><main id=hosts></main><script>{script}</script></body></html>")
+            f"<style>{_STYLE}</style></head><body><header><h1>Reveal — live</h1><span id=ranges></span>"
+            "<span id=status>connecting…</span><span id=stored-status></span></header>"
+            "<div id=layout><nav><h2>Hosts</h2><ul id=fleet></ul></nav><div id=content><main id=hosts></main>"
+            f"<section id=stored></section></div></div><script>{script}</script></body></html>")

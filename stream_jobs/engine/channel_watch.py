@@ -9,7 +9,8 @@ statistic's standard deviation over the baseline, so a channel that sat on one l
 not judged by a quantile that never saw them. A window departs on
 a column when its statistic lies further from the median than `limit` noise scales, and further than the column's
 practical floor in its own units where the unit is known (a few events for counters, `byte_floor` for memory,
-`core_floor` for time busy, `count_floor` for whole-number gauges, `percent_floor` for shares); a table without
+`core_floor` for time busy, `count_floor` for whole-number gauges, `percent_floor` for shares, `byte_rate_floor` and `packet_rate_floor` per
+second for traffic counters); a table without
 units has no floors, so its verdicts do not change when a column is shifted or scaled. Departures are told in
 limits: 1 is the edge, 2 twice as far.
 
@@ -62,6 +63,8 @@ class WatchSettings:
     core_floor: float = 0.05
     count_floor: float = 2.0
     percent_floor: float = 1.0
+    byte_rate_floor: float = 2**20
+    packet_rate_floor: float = 100.0
     residual_floor: float = 0.5
     departure: float = 1.0
     secondary_departure: float = 1.5
@@ -88,9 +91,9 @@ class WatchSettings:
             raise ValueError(f"confirm_share is {self.confirm_share}; expected above 0 and at most 1")
         if not (self.departure > 0 and self.min_limit > 0 and self.residual_floor >= 0 and self.min_events >= 0
                 and self.byte_floor >= 0 and self.count_floor >= 0 and self.core_floor >= 0
-                and self.percent_floor >= 0):
+                and self.percent_floor >= 0 and self.byte_rate_floor >= 0 and self.packet_rate_floor >= 0):
             raise ValueError("departure and min_limit must be > 0; residual_floor, min_events, byte_floor, "
-                             "count_floor, core_floor and percent_floor ≥ 0")
+                             "count_floor, core_floor, percent_floor, byte_rate_floor and packet_rate_floor ≥ 0")
 
 
 @dataclass(frozen=True)

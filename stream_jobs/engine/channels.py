@@ -63,6 +63,14 @@ class ChannelTable:
         return (np.asarray(self.kinds) == "gauge") & np.isin(np.asarray(self.units), PERCENT_UNITS)
 
     @cached_property
+    def traffic_unit(self) -> np.ndarray:
+        """For counters of traffic, their unit ('bytes' or 'packets'); '' for every other channel."""
+        if not self.units:
+            return np.full(len(self.names), "", dtype=object)
+        units = np.asarray(self.units, dtype=object)
+        return np.where(self.cumulative & np.isin(units, ("bytes", "packets")), units, "")
+
+    @cached_property
     def seconds_per_unit(self) -> np.ndarray:
         """For counters of time (CPU time, stall time, idle time: their rate is in cores), the seconds one unit of
         the channel is; 0 for every other channel."""

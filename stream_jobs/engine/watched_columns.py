@@ -23,7 +23,7 @@ class WatchedColumns:
         """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
         watch's byte floor, counters of time busy in the baseline: its core floor (one that never moved, such as CFS
         throttling, stays an event count), gauges that count things: its count floor, shares in percent: its percent
-        floor); the agent's own metrics get an infinite one, so they are never judged."""
+        floor, traffic counters in bytes or packets: a rate a link carries without anyone noticing); the agent's own metrics get an infinite one, so they are never judged."""
         floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
         bytes_per_unit = np.concatenate([self.channels.bytes_per_unit, np.zeros(len(self.specs))])
         with np.errstate(divide="ignore"):
@@ -38,6 +38,10 @@ class WatchedColumns:
         floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
         percent = np.concatenate([self.channels.percent, np.zeros(len(self.specs), dtype=bool)])
         floors = np.where(percent, np.fmax(floors, self.settings.watch.percent_floor), floors)
+        traffic = np.concatenate([self.channels.traffic_unit, np.full(len(self.specs), "", dtype=object)])
+        watch = self.settings.watch
+        floors = np.where(traffic == "bytes", np.fmax(floors, watch.byte_rate_floor), floors)
+        floors = np.where(traffic == "packets", np.fmax(floors, watch.packet_rate_floor), floors)
         floors = np.fmax(floors, self.ratio_floors)
         own = np.array([name.startswith(AGENT_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)

@@ -22,7 +22,8 @@ def test_netstat_reads_the_nstat_retransmission_view(procfs):
     assert "snmp.IpExt.InOctets" in values
 
 
-def test_octet_counters_count_bytes():
+def test_octet_counters_count_bytes_and_traffic_counters_packets():
     from producers.collectors.snmp import _unit
 
-    assert _unit("InOctets") == "bytes" and _unit("OutBcastOctets") == "bytes" and _unit("InReceives") == ""
+    assert _unit("InOctets") == "bytes" and _unit("OutBcastOctets") == "bytes"
+    assert _unit("InReceives") == "packets" and _unit("OutSegs") == "packets" and _unit("RetransSegs") == ""
