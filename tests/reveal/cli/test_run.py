@@ -98,3 +98,4 @@ def test_incidents_a_killed_run_left_open_are_closed_with_a_note_when_it_starts_
     reader.close()
     assert still_open[1] == []
     assert ABANDONED_NOTE in closing[1][0][0] and closing[1][0][1] == 10**18 + 3 * 10**9
+
