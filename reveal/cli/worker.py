@@ -137,5 +137,6 @@ def _done(shell: WorkerShell, started: float, duration: float | None, until_idle
     if duration and now - started >= duration:
         return True
     last = shell.last_record_at
-    storage_failing = shell.backoff.failing  # input paused for storage is not idle input
+    # input paused for storage, or rows still waiting on a first slow write, is not idle input
+    storage_failing = shell.backoff.failing or shell.store.pending_rows() > 0
     return bool(until_idle and last is not None and not storage_failing and now - last >= until_idle)

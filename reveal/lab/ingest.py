@@ -72,8 +72,6 @@ def load_run(run_dir: Path) -> RecordedRun:
     if not (run_dir / "run.json").is_file():
         raise ValueError(f"{run_dir} is not a lab run directory (no run.json)")
     recordings = sorted((run_dir / "telemetry").glob("*.avro"))
-    if not recordings and not (run_dir / "logs").is_dir():
-        raise ValueError(f"{run_dir}: no telemetry/*.avro recordings")
     if not recordings:
         raise ValueError(f"{run_dir}: no telemetry was recorded (see {run_dir / 'logs'})")
     truth_path = run_dir / "truth.jsonl"

@@ -5,8 +5,7 @@ Each column (a channel's window mean, its within-window spread, a pruned channel
 representative) keeps the median of its window statistic over the baseline and two noise scales, one per side: the
 distance from the median to the baseline's `tail_share` and 1 − `tail_share` quantiles, in standard-normal units, so
 a skewed channel (bursts above, a floor below) is measured on each side by what that side does; never below the
-statistic's standard deviation over the baseline, so a channel that sat on one level but for rare excursions is
-not judged by a quantile that never saw them. A window departs on
+statistic's standard deviation (a quantile of a channel on one level never saw its rare excursions). A window departs on
 a column when its statistic lies further from the median than `limit` noise scales, and further than the column's
 practical floor in its own units where the unit is known (a few events for counters, `byte_floor` for memory,
 `core_floor` for time busy, `count_floor` for whole-number gauges, `percent_floor` for shares, `byte_rate_floor` and `packet_rate_floor` per
@@ -19,9 +18,8 @@ departure over columns in each window is the host's statistic, and the limit is 
 baseline opens no more than `risk` runs of departing windows a day (a run lasts the persistence). A baseline too
 short to have seen that many days extrapolates with a tail fitted to its statistic (peaks over threshold), and a
 short baseline widens the limit by Student's t over the number of independent windows it holds (30 overlapping
-windows know less than 3,000) and, while the model has been learned from less time than the drift horizon, by how
-much further a level may wander than the baseline saw (30 s of a host judge only large changes until it has been
-watched 10 minutes). So 700 channels do not page 700 times as often as one, and a few minutes of baseline
+windows know less than 3,000) and, while the model was learned from less than the drift horizon, by how much
+further a level may wander than the baseline saw (30 s of a host judge only large changes for 10 minutes). So 700 channels do not page 700 times as often as one, and a few minutes of baseline
 judge only large changes.
 
 A column counts once it has departed for `persist_s` seconds running: one instant's burst lies in every window that
@@ -44,8 +42,8 @@ import numpy as np
 from scipy.stats import norm
 
 from stream_jobs.engine.calibration import Calibration, calibrated_limit, unseen_drift_widening
+from stream_jobs.engine.wander import trimmed, wander
 
-MAD_TO_SIGMA = 1.4826
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
 # The history a column's model is learned again from holds at least this many windows, whatever the stride.
 MIN_HISTORY_WINDOWS = 200
@@ -145,7 +143,7 @@ class ChannelBands:
             warnings.simplefilter("ignore", RuntimeWarning)
             median = np.nanmedian(stats, axis=0)
             low, high = np.nanquantile(stats, [tail, 1 - tail], axis=0)
-            spread = np.nanstd(_within(stats, trim / 2) if trim > 0 else stats, axis=0)
+            spread = np.nanstd(trimmed(stats, trim / 2) if trim > 0 else stats, axis=0)
         spread_floor = np.fmax(np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
         unit = norm.ppf(1 - tail)
         above = np.fmax((high - median) / unit, spread_floor)
@@ -197,36 +195,6 @@ class ChannelBands:
         array = lambda name: np.array([np.nan if v is None else v for v in data[name]], dtype=np.float64)
         return cls(array("median"), array("above"), array("below"), np.nan_to_num(array("floor")),
                    float(data["limit"]))
-
-
-def _within(stats: np.ndarray, share: float) -> np.ndarray:
-    """The statistics with each column's `share` most extreme on either side blanked (NaN)."""
-    low, high = np.nanquantile(stats, [share, 1 - share], axis=0)
-    return np.where((stats >= low) & (stats <= high), stats, np.nan)
-
-
-def wander(stats: np.ndarray, horizon_rows: int, independent_rows: int = 1) -> np.ndarray:
-    """What each column moves over `horizon_rows` rows, as a noise scale: the variance of changes between rows
-    that share no samples, grown by the slope it grows at out to a quarter of the baseline, out to the horizon; over
-    √2. For independent noise that is its own noise scale; for a column that drifts or wanders (a random walk, a
-    slow cycle), what it moves in that time. 0 without a horizon or with too short a baseline."""
-    short = max(1, int(independent_rows))
-    long = min(int(horizon_rows), stats.shape[0] // 4)
-    if long <= short:
-        return np.zeros(stats.shape[1])
-    near, far = _change_variance(stats, short), _change_variance(stats, long)
-    slope = np.fmax(far - near, 0.0) / (long - short)
-    return np.sqrt(np.fmax(near + slope * (horizon_rows - short), 0.0) / 2.0)
-
-
-def _change_variance(stats: np.ndarray, rows: int) -> np.ndarray:
-    """Each column's robust variance of the change between rows `rows` apart."""
-    change = stats[rows:] - stats[:-rows]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        median = np.nanmedian(change, axis=0)
-        spread = MAD_TO_SIGMA * np.nanmedian(np.abs(change - median), axis=0)
-    return np.nan_to_num(spread) ** 2
 
 
 @dataclass(frozen=True, eq=False)

@@ -173,8 +173,7 @@ class HostPipeline(WatchedColumns):
             self.ranked_channels(watched) if flagged else ())
 
     def _lead(self, evidence: tuple[Contribution, ...], subsystem: str) -> Contribution:
-        """The evidence a window's claim tells of: the strongest of the subsystem the window is named after, so that
-        the claim and the subsystem agree (the first evidence when none is of it)."""
+        """The strongest evidence of the subsystem the window is named after (else the first): what its claim tells."""
         return next((e for e in evidence if self.subsystem_of.get(e.channel) == subsystem), evidence[0])
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
@@ -187,8 +186,8 @@ class HostPipeline(WatchedColumns):
                                   self.watched_reference(i)) for i in order if magnitude[i] >= 0)
 
     def _subsystem(self, watched: WatchVerdict) -> str:
-        """The subsystem of the persisted channels, each weighing log(1 + its departure), so one channel far out
-        counts for more than one just out but not for more than many."""
+        """The persisted channels' subsystem, each weighing log(1 + its departure): one far out outweighs one just out,
+        not many."""
         return subsystem_vote(self._column_subsystems(), watched.persisted, watched.departure)
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
@@ -333,8 +332,7 @@ class HostPipeline(WatchedColumns):
                                           self.settings.evidence_limit))
 
     def _context(self, signal: np.ndarray, window: Window, z: np.ndarray | None) -> WindowContext:
-        """Retransmissions and segments in the window, traffic burstiness, and the co-occurring effects' |z| (none
-        while the baseline is learned)."""
+        """Retransmissions, segments, traffic burstiness and co-occurring effects' |z| (none while learning)."""
         steps = step_seconds(window.timestamps_ns, self._min_step_s)
         counted = lambda columns: float(np.nansum(signal[:, columns] * steps[:, None])) if columns else 0.0
         tx = np.nansum(signal[:, self._tx_bytes], axis=1) if self._tx_bytes else np.zeros(1)
@@ -346,7 +344,7 @@ class HostPipeline(WatchedColumns):
         """The learned baseline (selection and fitted detectors) as JSON values, to survive a restart."""
         if not self.baseline_ready:
             raise RuntimeError("HostPipeline.state called before its baseline was learned")
-        return {"signal_names": list(self.signal_names), "learned_with": self.learned_with(),
+        return {"signal_names": list(self.signal_names), "learned_with": self.settings.learned_with(),
                 "windows_seen": self.windows_seen,
                 "selection": self.selection.to_json() if self.selection else None,
                 "ensemble": self.ensemble.state(), "model": self.watch.bands.to_json(),
@@ -354,19 +352,10 @@ class HostPipeline(WatchedColumns):
                 "ratio_floors": self.ratio_floors.tolist(), "signal_levels": self.signal_levels.tolist(),
                 "steady": np.flatnonzero(self.steady).tolist()}
 
-    def learned_with(self) -> dict:
-        """The settings a learned baseline depends on: one learned with other windows, another sampling interval,
-        promise or mode does not fit this pipeline."""
-        s = self.settings
-        return {"window_s": s.window_s, "stride_s": s.stride_s, "interval_s": s.interval_s, "mode": s.mode,
-                "risk": s.risk, "selection_threshold": s.selection_threshold, "seed": s.seed}
-
     def restore(self, state: dict) -> bool:
-        """Take over a saved baseline if it was learned on the same channels with the same settings; returns whether
-        it was taken."""
-        if tuple(state["signal_names"]) != self.signal_names or "model" not in state:
-            return False
-        if state.get("learned_with") != self.learned_with():
+        """Take over a saved baseline learned on the same channels with the same settings; whether it was taken."""
+        if tuple(state["signal_names"]) != self.signal_names or "model" not in state or \
+                state.get("learned_with") != self.settings.learned_with():
             return False
         self.selection = Selection.from_json(state["selection"]) if state["selection"] else None
         self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)

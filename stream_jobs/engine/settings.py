@@ -40,3 +40,10 @@ class EngineSettings:
             raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
         if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:
             raise ValueError(f"selection_threshold is {self.selection_threshold}; expected between 0 and 1, or None")
+
+    def learned_with(self) -> dict:
+        """The settings a learned baseline depends on: one learned with other windows, another sampling interval,
+        promise or mode does not fit a pipeline of these settings."""
+        return {"window_s": self.window_s, "stride_s": self.stride_s, "interval_s": self.interval_s,
+                "mode": self.mode, "risk": self.risk, "selection_threshold": self.selection_threshold,
+                "seed": self.seed}

@@ -11,6 +11,10 @@ from stream_jobs.embedded import EmbeddedRunner
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 from stream_jobs.live_state import LiveState
+from stream_jobs.engine.channel_watch import WatchSettings
+
+# A synthetic baseline of 20 windows stands for a host learned over its whole drift horizon (no cold start)
+FULL_HORIZON = WatchSettings(drift_horizon_s=20.0)
 
 T0 = 1_700_000_000_000_000_000
 STEPS = {"alpha": (StepChange("cpu.busy.cpu1", 60.0, 25.0),), "beta": (StepChange("net.rx_bytes.eth0", 80.0, 5e6),)}
@@ -20,7 +24,7 @@ def test_the_summary_counts_what_the_tables_hold_and_the_console_uses_their_word
     database = f"test_embedded_{uuid.uuid4().hex[:10]}"
     writer = ClickHouseWriter(chdb_dsn, database)
     console, live = io.StringIO(), LiveState(warmup_windows=20)
-    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20)), ClickHouseLanding(writer), console, live=live)
+    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20, watch=FULL_HORIZON)), ClickHouseLanding(writer), console, live=live)
     catalogs = {host: synthetic_catalog(host) for host in STEPS}
     frames = {host: synthetic_frames(catalogs[host], T0, 1200, seed=index, steps=steps)
               for index, (host, steps) in enumerate(STEPS.items())}

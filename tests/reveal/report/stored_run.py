@@ -11,6 +11,10 @@ from sinks.landing import ClickHouseLanding
 from stream_jobs.embedded import EmbeddedRunner
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
+from stream_jobs.engine.channel_watch import WatchSettings
+
+# A synthetic baseline of 20 windows stands for a host learned over its whole drift horizon (no cold start)
+FULL_HORIZON = WatchSettings(drift_horizon_s=20.0)
 
 T0 = 1_700_000_000_000_000_000
 FRAMES_PER_HOST = 1200
@@ -23,7 +27,7 @@ STEPS = {"alpha": (StepChange("cpu.busy.cpu1", 60.0, 25.0),), "beta": (),
 def write_run(dsn: str, database: str = "reveal") -> None:
     """Three synthetic hosts through the embedded engine into ClickHouse, plus a lab run's truth and scores."""
     writer = ClickHouseWriter(dsn, database)
-    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20)), ClickHouseLanding(writer))
+    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20, watch=FULL_HORIZON)), ClickHouseLanding(writer))
     catalogs = {host: synthetic_catalog(host) for host in STEPS}
     frames = {host: synthetic_frames(catalogs[host], T0, FRAMES_PER_HOST, seed=index, steps=steps)
               for index, (host, steps) in enumerate(STEPS.items())}
