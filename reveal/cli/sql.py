@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import os
 import re
 import sys
 import textwrap
@@ -87,11 +86,8 @@ def handle(args) -> int:
         raise CommandError(_explained(str(error))) from None
     finally:
         reader.close()
-    try:
-        PRINTERS[args.format](columns, rows, sys.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the reader left: nothing more to say
+    PRINTERS[args.format](columns, rows, sys.stdout)
+    sys.stdout.flush()  # a reader that left (BrokenPipeError) ends the command quietly in reveal.cli.main
     return 0
 
 
