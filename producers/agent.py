@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from producers.collectors.base import Collector
-from producers.collectors.health import AgentHealthCollector
+from producers.collectors.health import AgentHealthCollector, OwnCommandsCollector
 from producers.registry import CollectorRegistry
 from producers.sampler import TickStats, run_schedule
 from producers.source_table import default_collectors
@@ -102,7 +102,8 @@ class Agent:
         sources = collectors if collectors is not None else default_collectors(
             settings.procfs, settings.sysfs, settings.cgroup_parent, settings.source_groups, settings.net_procfs)
         health = AgentHealthCollector(self._tick_health, getattr(sink, "health", dict))
-        self.registry = CollectorRegistry([*sources, health], settings.host, settings.cluster, settings.interval_s,
+        own_commands = OwnCommandsCollector(procfs=settings.procfs)
+        self.registry = CollectorRegistry([*sources, health, own_commands], settings.host, settings.cluster, settings.interval_s,
                                           dict(settings.source_intervals))
         self._wall_clock_ns = wall_clock_ns
         self._ticks = 0

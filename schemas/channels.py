@@ -23,6 +23,10 @@ CHANNEL_FAMILIES = (
     (AGENT_PREFIX, AGENT_SUBSYSTEM),
 )
 
+# Seconds Reveal's own commands (`reveal sql`, `report` …) have run on the host, a counter: while it moves, and for
+# a few seconds after, the host's load is partly Reveal's own.
+OWN_COMMANDS_SECONDS = "agent.reveal_commands_s"
+
 # TCP segments retransmitted and sent, host-wide (/proc/net/snmp).
 TCP_RETRANSMITS = "snmp.Tcp.RetransSegs"
 TCP_OUT_SEGMENTS = "snmp.Tcp.OutSegs"

@@ -9,7 +9,7 @@ from typing import Callable, TextIO
 from schemas.records import Catalog, Frame
 from stream_jobs.engine.severity import severity_word
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.host_stage import HostStage
+from stream_jobs.host_stage import HostStage, how_sure
 from stream_jobs.live_state import LiveState
 from stream_jobs.records import StageOutput
 from stream_jobs.storage import ResultStore
@@ -112,7 +112,8 @@ class EmbeddedRunner:
 
     def _show_live(self, output: StageOutput) -> None:
         for row, verdict in zip(output.window_rows, output.verdicts):
-            self.live.on_window(row[0], verdict)
+            pipeline = self.stage.pipelines.get(row[0])
+            self.live.on_window(row[0], verdict, how_sure(pipeline[1]) if pipeline else "")
         for anomaly in output.anomalies:
             self.live.on_anomaly(anomaly)
         for alert in output.alerts:

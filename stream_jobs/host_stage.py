@@ -108,7 +108,7 @@ class HostStage:
             self._report_baseline(catalog.host, pipeline)
         anomaly = anomaly_record(catalog, verdict) if verdict.anomalous else None
         events = self._regime_events(catalog, pipeline, verdict)
-        settling = self.incidents.settling(catalog.host, verdict.window_id)
+        settling = self.incidents.settling(catalog.host, verdict.window_id) or verdict.own_activity
         return StageOutput([window_row(catalog, verdict)], [anomaly] if anomaly else [],
                            [alert_record(e, catalog.cluster) for e in events],
                            [host_window(catalog, pipeline, verdict, settling)]
@@ -121,11 +121,9 @@ class HostStage:
         saved = 1 - kept / max(len(pipeline.signal_names), 1)
         log.info("%s: baseline learned; selection keeps %d of %d channels (%.0f%% fewer), %d features per window",
                  host, kept, len(pipeline.signal_names), 100 * saved, len(pipeline.layout.names))
-        watch = pipeline.watch
-        if watch.widening > 1:
-            log.info("%s: learned %.0f s of this host; judging only changes %.1f times what its noise allows until "
-                     "it has been watched %.0f min", host, watch.learned_s, watch.widening,
-                     pipeline.settings.watch.drift_horizon_s / 60)
+        sureness = how_sure(pipeline)
+        if sureness:
+            log.info("%s: %s", host, sureness)
 
     def _regime_events(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list[AlertEvent]:
         """A workload that starts or stops is one notice and a fresh baseline, not a storm of anomalies."""
@@ -193,6 +191,16 @@ class HostStage:
             log.info("%s: baseline restored (%d windows seen before)", catalog.host, pipeline.windows_seen)
             return True
         return False
+
+
+def how_sure(pipeline: HostPipeline) -> str:
+    """How sure the host's baseline is, in words, while it is learned from less than its drift horizon (a cold
+    start); empty once it has been watched that long."""
+    watch = pipeline.watch
+    if not pipeline.baseline_ready or watch.widening <= 1:
+        return ""
+    return (f"learned {watch.learned_s:.0f} s of this host; judging only changes {watch.widening:.1f} times what its "
+            f"noise allows until it has been watched {pipeline.settings.watch.drift_horizon_s / 60:.0f} min")
 
 
 def activity_level(names: tuple[str, ...], means: np.ndarray | None) -> float | None:

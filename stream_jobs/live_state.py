@@ -33,6 +33,7 @@ class _HostView:
     anomalies: int = 0
     learning: bool = True
     judged: bool = False
+    sureness: str = ""
     scores: deque = field(default_factory=lambda: deque(maxlen=SCORES_KEPT))
     incidents: dict[str, dict] = field(default_factory=dict)
     closed: deque = field(default_factory=lambda: deque(maxlen=RECENT_INCIDENTS_KEPT))
@@ -66,10 +67,11 @@ class LiveState:
             if view is not None and frame.catalog_version == view.catalog_version:
                 view.frames.append((frame.timestamp_ns, frame.values))
 
-    def on_window(self, host: str, verdict) -> None:
-        """One window's verdict (a WindowVerdict) for the host."""
+    def on_window(self, host: str, verdict, sureness: str = "") -> None:
+        """One window's verdict (a WindowVerdict) for the host, and how sure its baseline is (see how_sure)."""
         with self._lock:
             view = self._hosts.setdefault(host, _HostView())
+            view.sureness = sureness
             view.windows += 1
             view.learning = not verdict.baseline_ready
             view.judged |= bool(verdict.baseline_ready)
@@ -115,6 +117,7 @@ class LiveState:
                     f"{self.warmup_windows}, nothing is judged until it is learned" if view.learning else "")
         return {"host": host, "cluster": view.cluster, "channels": len(view.names), "windows": view.windows,
                 "anomalies": view.anomalies, "catalog_changes": view.catalog_changes, "learning": learning,
+                "sureness": view.sureness,
                 "scores": list(view.scores), "open_incidents": list(view.incidents.values()),
                 "recent_incidents": list(view.closed), "latest_anomaly": view.latest_anomaly,
                 "traces": self._traces(view)}

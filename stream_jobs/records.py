@@ -18,6 +18,10 @@ from stream_jobs.engine.signatures import match_signature
 from stream_jobs.engine.verdicts import WindowContext, WindowVerdict
 
 
+# The regime of a window in which Reveal's own commands ran: its findings are not the host's (see host_window)
+OWN_ACTIVITY_REGIME = "reveal commands"
+
+
 @dataclass
 class StageOutput:
     """What one input to a stage produced: rows for storage and records to publish. The host stage fills the
@@ -42,7 +46,8 @@ def window_row(catalog: Catalog, verdict: WindowVerdict) -> list:
     return [catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns, verdict.frames,
             int(verdict.baseline_ready), finite_or_zero(verdict.score), finite_or_zero(verdict.threshold),
             int(verdict.anomalous), names, [finite_or_zero(verdict.detector_scores[n]) for n in names],
-            [finite_or_zero(verdict.detector_thresholds[n]) for n in names], list(verdict.detectors), ""]
+            [finite_or_zero(verdict.detector_thresholds[n]) for n in names], list(verdict.detectors),
+            OWN_ACTIVITY_REGIME if verdict.own_activity else ""]
 
 
 def anomaly_record(catalog: Catalog, verdict: WindowVerdict) -> Anomaly:
@@ -60,8 +65,8 @@ def alert_record(event: AlertEvent, cluster: str) -> Alert:
 
 
 def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict, settling: bool = False) -> HostWindow:
-    """The window's summary for the cluster stage; while the host settles after a workload change its channels'
-    departures are not handed on as findings."""
+    """The window's summary for the cluster stage; while the host settles after a workload change, or Reveal's own
+    commands load it, its channels' departures are not handed on as findings."""
     context = verdict.context or WindowContext()
     watch = verdict.watch
     persisted = () if watch is None or settling else persisted_signals(pipeline, watch)

@@ -12,6 +12,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
 BOOTSTRAP = os.environ.get("REVEAL_TEST_BOOTSTRAP", "127.0.0.1:9092")
 
 
+def pytest_configure(config):
+    """The tests' Reveal commands note themselves in a folder of their own (inherited by the commands they start),
+    so that a run under test sees only the commands its test points at it."""
+    if not os.environ.get("REVEAL_COMMANDS_DIR"):
+        import tempfile
+
+        os.environ["REVEAL_COMMANDS_DIR"] = tempfile.mkdtemp(prefix="reveal-test-commands-")
+
+
 def broker_reachable(bootstrap: str, timeout_s: float = 5.0) -> str | None:
     """None when the broker answers, otherwise why it did not."""
     from confluent_kafka import KafkaException

@@ -1,4 +1,5 @@
-"""The agent's own health as channels: how late its ticks run, what it costs, and what its publisher holds."""
+"""The agent's own health as channels: how late its ticks run, what it costs, what its publisher holds, and how long
+Reveal's own commands have run on the host (so that their load is not taken for the host's)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import resource
 from typing import Callable
 
 from producers.collectors.base import Collector
+from producers.own_commands import CommandLedger
+from schemas.channels import AGENT_SUBSYSTEM, OWN_COMMANDS_SECONDS
 
 _UNITS = {"agent.tick_lag_ms": ("gauge", "ms"), "agent.ticks_skipped": ("event", "ticks"),
           "agent.cpu_time_us": ("counter", "us"), "agent.rss_bytes": ("gauge", "bytes"),
           "agent.frames_sent": ("counter", "frames"), "agent.delivery_failures": ("event", "frames"),
           "agent.spool_records": ("gauge", "frames"), "agent.spool_bytes": ("gauge", "bytes"),
-          "agent.dropped_frames": ("event", "frames")}
+          "agent.dropped_frames": ("event", "frames"), OWN_COMMANDS_SECONDS: ("counter", "s")}
 
 
 def resident_bytes() -> float:
@@ -41,5 +44,22 @@ class AgentHealthCollector(Collector):
         out: dict[str, float] = {}
         for name, value in values.items():
             kind, unit = _UNITS.get(name, ("gauge", ""))
-            self._put(out, name, "", float(value), "agent", kind, unit)
+            self._put(out, name, "", float(value), AGENT_SUBSYSTEM, kind, unit)
+        return out
+
+
+class OwnCommandsCollector(Collector):
+    """Seconds Reveal's own commands (`reveal sql`, `report` …) have run on this host, read from their notes every
+    tick: a command's load shows in the host's channels at once, and the engine must know of it as soon."""
+
+    source = "reveal_commands"
+
+    def __init__(self, ledger: CommandLedger | None = None, procfs: str = "/proc"):
+        super().__init__(procfs)
+        self.ledger = ledger if ledger is not None else CommandLedger(procfs=procfs)
+
+    def collect(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        kind, unit = _UNITS[OWN_COMMANDS_SECONDS]
+        self._put(out, OWN_COMMANDS_SECONDS, "", self.ledger.running_seconds(), AGENT_SUBSYSTEM, kind, unit)
         return out

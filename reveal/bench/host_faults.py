@@ -1,16 +1,20 @@
 """`reveal bench host-faults`: Reveal embedded on this host, judged on faults made by hand and on a long clean stretch.
 
-`reveal run` learns this host's baseline, then three faults are made one after another, each for `fault_s`: a CPU
-burner (one busy process per core), a burst of `dd` writes synced to disk, and a 2 GiB allocation touched page by
-page. Then the host is left alone for `clean_s`. Afterwards the alerts stored in the run's embedded ClickHouse are
-judged as an operator would: a fault is found by an alert that opens between its start and `grace_s` after its end
-(delay from its start), with the subsystem it names and its claim; every alert that opens after the baseline outside
+`reveal run` learns this host's baseline (from a cold start when it is short), then four faults are made one after
+another, each for `fault_s`: a CPU burner (one busy process per core), a burst of `dd` writes synced to disk, a 2 GiB
+allocation touched page by page and a fork storm. Then the host is left alone for `clean_s`, while, as an operator
+would, the live page may stay open in headless Chromium and `reveal sql` and `reveal report` may be pointed at the
+run every `visit_every_s`. Afterwards the alerts stored in the run's embedded ClickHouse are judged: a fault is found
+by an alert that opens between its start and `grace_s` after its end (delay from its start), with the subsystem it
+names, its claim, and whether the claim's first channel moved; every alert that opens after the baseline outside
 those intervals is a false alert.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,10 +24,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 
 NS_PER_S = 1_000_000_000
 ALLOCATION_BYTES = 2 << 30
+# A claimed channel moved when its mean from the fault's start to the alert lies this many standard deviations of
+# the seconds before the fault from their mean (or its spread grew as many times)
+MOVED_BY_SIGMA = 3.0
+BEFORE_FAULT_S = 30.0
+_NAMED_CHANNEL = re.compile(r"; (\S+) \S+ z=[+-]")
 
 
 @dataclass(frozen=True)
@@ -59,45 +70,115 @@ def allocation_command() -> list[str]:
     return [sys.executable, "-c", code]
 
 
+def fork_storm_command() -> list[str]:
+    """Short-lived processes started one after another as fast as the shell can, until stopped."""
+    return ["bash", "-c", "while true; do /bin/true; done"]
+
+
 FAULTS: tuple[tuple[str, str, Callable[[Path], list[str]]], ...] = (
     ("cpu burner", "cpu", lambda folder: burner_command()),
     ("dd write burst", "storage", dd_command),
     ("2 GiB allocation", "memory", lambda folder: allocation_command()),
+    ("fork storm", "cpu", lambda folder: fork_storm_command()),
 )
 
 
-def run_bench(baseline_s: float, fault_s: float, gap_s: float, clean_s: float, grace_s: float, data_dir: Path | None,
-              progress: Callable[[str], None] = print) -> dict:
-    """Run `reveal run`, make the faults, leave the host alone, and judge the stored alerts."""
+@dataclass(frozen=True)
+class BenchPlan:
+    """How long each part of the bench lasts (seconds), and what an operator does meanwhile."""
+
+    baseline_s: float = 600.0
+    fault_s: float = 20.0
+    gap_s: float = 60.0
+    clean_s: float = 1800.0
+    grace_s: float = 5.0
+    within_s: float = 5.0
+    faults: bool = True
+    visit_every_s: float = 0.0
+    browser: str | None = None
+
+    @property
+    def settle_s(self) -> float:
+        return 20.0
+
+    def duration_s(self) -> float:
+        faults = len(FAULTS) * (self.fault_s + self.gap_s) if self.faults else 0.0
+        return self.settle_s + self.baseline_s + faults + self.clean_s + 15
+
+
+def run_bench(plan: BenchPlan, data_dir: Path | None, progress: Callable[[str], None] = print) -> dict:
+    """Run `reveal run`, make the faults, leave the host alone (visited as planned), and judge the stored alerts."""
     folder = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="reveal-host-faults-"))
     folder.mkdir(parents=True, exist_ok=True)
-    settle_s, warmup_windows = 20.0, int(baseline_s) - 3
-    duration = settle_s + baseline_s + len(FAULTS) * (fault_s + gap_s) + clean_s + 15
-    progress(f"host-faults: reveal run for {duration:.0f} s (baseline {baseline_s:.0f} s, then "
-             f"{len(FAULTS)} faults of {fault_s:.0f} s, then {clean_s:.0f} s clean), data in {folder}")
+    duration = plan.duration_s()
+    progress(f"host-faults: reveal run for {duration:.0f} s (baseline {plan.baseline_s:.0f} s, then "
+             f"{len(FAULTS) if plan.faults else 0} faults of {plan.fault_s:.0f} s, then {plan.clean_s:.0f} s clean), "
+             f"data in {folder}")
     runner = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--duration", f"{duration:.0f}",
-                               "--data-dir", str(folder / "data"), "--settle", f"{settle_s:g}", "--quiet",
-                               "--warmup-windows", str(warmup_windows), "--host", "bench-host",
-                               "--cluster", "host-faults", "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True)
-    started_ns = time.time_ns()
+                               "--data-dir", str(folder / "data"), "--settle", f"{plan.settle_s:g}", "--quiet",
+                               "--warmup-windows", str(max(10, int(plan.baseline_s) - 3)), "--host", "bench-host",
+                               "--cluster", "host-faults", "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    started_ns, browser = time.time_ns(), None
     try:
-        judged_from_ns = started_ns + round((settle_s + baseline_s + 5) * NS_PER_S)
+        browser = _open_page(plan.browser, folder, progress) if plan.browser else None
+        judged_from_ns = started_ns + round((plan.settle_s + plan.baseline_s + 5) * NS_PER_S)
         _sleep_until(judged_from_ns)
-        faults = [_make_fault(name, subsystem, command(folder), fault_s, gap_s, progress)
-                  for name, subsystem, command in FAULTS]
-        progress(f"host-faults: faults done; {clean_s:.0f} s of clean running")
-        if runner.wait() != 0:
+        faults = [_make_fault(name, subsystem, command(folder), plan.fault_s, plan.gap_s, progress)
+                  for name, subsystem, command in FAULTS] if plan.faults else []
+        progress(f"host-faults: {plan.clean_s:.0f} s of clean running"
+                 + (f", reveal sql and reveal report every {plan.visit_every_s:g} s" if plan.visit_every_s else ""))
+        visits = _visit_until_done(runner, folder, plan.visit_every_s)
+        if runner.returncode != 0:
             raise RuntimeError(f"reveal run failed: {runner.stderr.read().strip()[-500:]}")
     finally:
-        if runner.poll() is None:
-            runner.terminate()
-            runner.wait()
+        _stop(runner, browser)
         (folder / "reveal-bench-dd").unlink(missing_ok=True)
-    result = judge(folder / "data", faults, judged_from_ns, grace_s)
+    result = {**judge(folder / "data", faults, judged_from_ns, plan.grace_s, plan.within_s), "visits": visits,
+              "page_open": browser is not None}
     if data_dir is None:
         shutil.rmtree(folder, ignore_errors=True)
     return result
+
+
+def _open_page(browser: str, folder: Path, progress: Callable[[str], None]) -> subprocess.Popen:
+    """Headless Chromium on the run's live page, kept open (it polls as an operator's browser does)."""
+    announced = folder / "data" / "live.json"
+    deadline = time.monotonic() + 120
+    while not announced.exists() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    url = json.loads(announced.read_text())["url"]
+    progress(f"host-faults: live page {url} open in {browser}")
+    return subprocess.Popen([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                             "--remote-debugging-port=0", f"--user-data-dir={folder / 'browser-profile'}", url],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def _visit_until_done(runner: subprocess.Popen, folder: Path, every_s: float) -> int:
+    """Point `reveal sql` and `reveal report` at the run every `every_s` until it ends; how many times."""
+    visits = 0
+    while runner.poll() is None:
+        if not every_s:
+            runner.wait()
+            break
+        time.sleep(every_s)
+        if runner.poll() is not None:
+            break
+        for command in (["sql", "--query", "open-incidents"], ["report", "--out", str(folder / "report.html")]):
+            subprocess.run([sys.executable, "-m", "reveal", command[0], "--data-dir", str(folder / "data"),
+                            *command[1:]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+        visits += 1
+    return visits
+
+
+def _stop(runner: subprocess.Popen, browser: subprocess.Popen | None) -> None:
+    if browser is not None and browser.poll() is None:
+        os.killpg(browser.pid, 9)
+        browser.wait()
+    if runner.poll() is None:
+        runner.terminate()
+        runner.wait()
 
 
 def _sleep_until(instant_ns: int) -> None:
@@ -118,35 +199,80 @@ def _make_fault(name: str, subsystem: str, command: list[str], fault_s: float, g
     return HandFault(name, subsystem, start, end)
 
 
-def judge(data_dir: Path, faults: list[HandFault], judged_from_ns: int, grace_s: float) -> dict:
-    """Each fault's first alert (delay, subsystem, claim) and the false alerts of the judged time."""
+def judge(data_dir: Path, faults: list[HandFault], judged_from_ns: int, grace_s: float, within_s: float = 5.0) -> dict:
+    """Each fault's first alert (delay, subsystem, claim, whether it came within `within_s` and its first channel
+    moved) and the false alerts of the judged time."""
     writer = ClickHouseWriter(data_dir_dsn(str(data_dir)))
-    _, rows = writer.query("SELECT alert_id, kind, subsystem, summary, toUnixTimestamp64Nano(min(end)) AS opened "
-                           "FROM alerts FINAL GROUP BY alert_id, kind, subsystem, summary ORDER BY opened")
-    openings: dict[str, tuple] = {}
-    for alert_id, kind, subsystem, summary, opened in rows:
-        openings.setdefault(alert_id, (kind, subsystem, summary, int(opened)))
-    grace_ns = round(grace_s * NS_PER_S)
-    found, used = [], set()
-    for fault in faults:
-        inside = [(alert_id, o) for alert_id, o in openings.items()
-                  if fault.start_ns <= o[3] <= fault.end_ns + grace_ns]
-        first = min(inside, key=lambda item: item[1][3], default=None)
-        used |= {alert_id for alert_id, _ in inside}
-        found.append({"fault": fault.name, "expected_subsystem": fault.subsystem, "found": first is not None,
-                      "delay_s": (first[1][3] - fault.start_ns) / NS_PER_S if first else None,
-                      "subsystem": first[1][1] if first else "", "claim": first[1][2] if first else ""})
+    try:
+        _, rows = writer.query("SELECT alert_id, kind, subsystem, summary, toUnixTimestamp64Nano(min(end)) AS opened, "
+                               "any(host) FROM alerts FINAL GROUP BY alert_id, kind, subsystem, summary ORDER BY opened")
+        openings: dict[str, tuple] = {}
+        for alert_id, kind, subsystem, summary, opened, host in rows:
+            openings.setdefault(alert_id, (kind, subsystem, summary, int(opened), host))
+        grace_ns = round(grace_s * NS_PER_S)
+        found, used = [], set()
+        for fault in faults:
+            inside = [(alert_id, o) for alert_id, o in openings.items()
+                      if fault.start_ns <= o[3] <= fault.end_ns + grace_ns]
+            first = min(inside, key=lambda item: item[1][3], default=None)
+            used |= {alert_id for alert_id, _ in inside}
+            found.append(_found(writer, fault, first[1] if first else None, within_s))
+    finally:
+        writer.close()
     false = [o for alert_id, o in openings.items() if alert_id not in used and o[3] >= judged_from_ns]
     return {"faults": found, "false_alerts": len(false), "false_alert_summaries": [o[2] for o in false[:10]]}
 
 
+def _found(writer: ClickHouseWriter, fault: HandFault, opening: tuple | None, within_s: float) -> dict:
+    delay = (opening[3] - fault.start_ns) / NS_PER_S if opening else None
+    channel = claimed_channel(opening[2]) if opening else None
+    return {"fault": fault.name, "expected_subsystem": fault.subsystem, "found": opening is not None,
+            "delay_s": delay, "within": delay is not None and delay <= within_s,
+            "subsystem": opening[1] if opening else "", "claim": opening[2] if opening else "",
+            "channel": channel or "",
+            "moved": bool(channel) and channel_moved(writer, opening[4], channel, fault.start_ns, opening[3])}
+
+
+def claimed_channel(summary: str) -> str | None:
+    """The first channel an alert's summary names ('…; cpu.user.all mean z=+12.0, …')."""
+    match = _NAMED_CHANNEL.search(summary)
+    return match.group(1) if match else None
+
+
+def channel_moved(writer: ClickHouseWriter, host: str, channel: str, start_ns: int, opened_ns: int) -> bool:
+    """Whether the channel's stored values (as rates, for counters) from the fault's start to the alert lie
+    MOVED_BY_SIGMA standard deviations of the BEFORE_FAULT_S before it from their mean, or spread as many times."""
+    _, kinds = writer.query("SELECT any(kinds[indexOf(names, {c:String})]) FROM catalogs WHERE host = {h:String} "
+                            "AND has(names, {c:String})", {"c": channel, "h": host})
+    quoted = channel.replace("\\", "\\\\").replace("'", "\\'")
+    _, rows = writer.query(f"SELECT toUnixTimestamp64Nano(ts), value FROM channel_values(name = '{quoted}') "
+                           "WHERE host = {h:String} AND ts >= fromUnixTimestamp64Nano({a:Int64}) "
+                           "AND ts <= fromUnixTimestamp64Nano({b:Int64}) ORDER BY ts",
+                           {"h": host, "a": start_ns - round(BEFORE_FAULT_S * NS_PER_S), "b": opened_ns})
+    if not rows or not kinds or not kinds[0][0]:
+        return False
+    times, values = np.array([r[0] for r in rows], dtype=np.float64), np.array([r[1] for r in rows], np.float64)
+    if kinds[0][0] == "counter":
+        times, values = times[1:], np.diff(values) / np.maximum(np.diff(times) / NS_PER_S, 1e-3)
+    before, after = values[times < start_ns], values[times >= start_ns]
+    if len(before) < 3 or len(after) < 1:
+        return False
+    sigma = max(float(np.nanstd(before)), 1e-9)
+    shifted = abs(float(np.nanmean(after)) - float(np.nanmean(before))) >= MOVED_BY_SIGMA * sigma
+    return shifted or float(np.nanstd(after)) >= MOVED_BY_SIGMA * sigma
+
+
 def print_result(result: dict, clean_s: float, out: Callable[[str], None] = print) -> None:
-    out(f"{'fault':<20}{'found':>7}{'delay s':>9}  subsystem (expected)  claim")
+    out(f"{'fault':<20}{'found':>7}{'delay s':>9}{'in time':>9}{'moved':>7}  subsystem (expected)  claim")
     for row in result["faults"]:
         delay = f"{row['delay_s']:.1f}" if row["delay_s"] is not None else "-"
-        out(f"{row['fault']:<20}{'yes' if row['found'] else 'NO':>7}{delay:>9}  "
+        out(f"{row['fault']:<20}{'yes' if row['found'] else 'NO':>7}{delay:>9}"
+            f"{'yes' if row.get('within') else 'no':>9}{'yes' if row.get('moved') else 'no':>7}  "
             f"{row['subsystem'] or '-'} ({row['expected_subsystem']})  {row['claim'][:140]}")
-    out(f"false alerts in the judged time (faults' intervals excluded, {clean_s:.0f} s clean at the end): "
+    visits = result.get("visits", 0)
+    company = (f"; live page open: {'yes' if result.get('page_open') else 'no'}, reveal sql + report pointed at the "
+               f"run {visits} times")
+    out(f"false alerts in the judged time (faults' intervals excluded, {clean_s:.0f} s clean at the end{company}): "
         f"{result['false_alerts']}")
     for summary in result["false_alert_summaries"]:
         out(f"  {summary[:160]}")

@@ -2,6 +2,6 @@
 
 import sys
 
-from reveal.cli import main
+from reveal.launch import main
 
 sys.exit(main())

@@ -89,15 +89,18 @@ def _register_pipeline(benches) -> None:
 
 def _register_host_faults(benches) -> None:
     faults = benches.add_parser(
-        "host-faults", help="reveal run on this host against a CPU burner, a dd write burst and a 2 GiB allocation, "
-                            "then a long clean stretch",
-        description="Run Reveal embedded on this host (reveal run), let it learn --baseline seconds, then make three "
-                    "faults one after another, each for --fault seconds with --gap seconds between: a CPU burner (a "
-                    "busy process per core), dd writes synced to disk, and a 2 GiB allocation touched page by page; "
-                    "then leave the host alone for --clean seconds. Prints, per fault, whether an alert opened "
-                    "within its interval plus --grace, the delay from its start, the subsystem named and the claim; "
-                    "and every false alert: one that opened after the baseline outside those intervals. Takes "
-                    "about baseline + 3 × (fault + gap) + clean seconds.")
+        "host-faults", help="reveal run on this host against a CPU burner, a dd write burst, a 2 GiB allocation and "
+                            "a fork storm, then a long clean stretch",
+        description="Run Reveal embedded on this host (reveal run), let it learn --baseline seconds (30 is a cold "
+                    "start), then make four faults one after another, each for --fault seconds with --gap seconds "
+                    "between: a CPU burner (a busy process per core), dd writes synced to disk, a 2 GiB allocation "
+                    "touched page by page and a fork storm; then leave the host alone for --clean seconds, "
+                    "optionally with the live page open in headless Chromium (--open-page) and reveal sql and "
+                    "reveal report pointed at the run every --visit-every seconds. Prints, per fault, whether an "
+                    "alert opened within its interval plus --grace, the delay from its start, whether that is within "
+                    "--within, the subsystem named, the claim and whether the claim's channel moved; and every false "
+                    "alert: one that opened after the baseline outside those intervals. Takes about baseline + "
+                    "4 × (fault + gap) + clean seconds.")
     faults.add_argument("--baseline", type=positive_seconds, default=600.0, metavar="S",
                         help="seconds of baseline before the first fault (default: 600)")
     faults.add_argument("--fault", type=positive_seconds, default=20.0, metavar="S", help="each fault's length "
@@ -109,6 +112,15 @@ def _register_host_faults(benches) -> None:
     faults.add_argument("--grace", type=positive_seconds, default=5.0, metavar="S",
                         help="an alert opening this long after a fault's end still counts as finding it "
                              "(default: 5)")
+    faults.add_argument("--within", type=positive_seconds, default=5.0, metavar="S",
+                        help="a fault found this soon after its start is found in time (default: 5)")
+    faults.add_argument("--no-faults", action="store_true",
+                        help="make no faults: the whole judged time is clean (a quiet host's false alerts)")
+    faults.add_argument("--visit-every", type=positive_seconds, default=None, metavar="S",
+                        help="while the host is clean, point reveal sql and reveal report at the run every S "
+                             "seconds (default: never)")
+    faults.add_argument("--open-page", action="store_true",
+                        help="keep the run's live page open in headless Chromium for the whole bench")
     faults.add_argument("--data-dir", type=writable_folder, default=None, metavar="DIR",
                         help="keep the run's embedded ClickHouse here (default: a temporary folder, removed)")
     faults.set_defaults(handler=handle_host_faults)
@@ -247,8 +259,20 @@ def _figure_line(name: str, value: float, goal: tuple[str, float] | None) -> str
 
 
 def handle_host_faults(args) -> int:
-    from reveal.bench.host_faults import print_result, run_bench
+    import shutil
 
-    result = run_bench(args.baseline, args.fault, args.gap, args.clean, args.grace, args.data_dir)
+    from reveal.bench.host_faults import BenchPlan, print_result, run_bench
+    from reveal.cli import CommandError
+
+    browser = None
+    if args.open_page:
+        browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
+                       None)
+        if browser is None:
+            raise CommandError("--open-page needs headless Chromium on PATH (chromium, chromium-browser or "
+                               "google-chrome); install it or leave the option out")
+    plan = BenchPlan(args.baseline, args.fault, args.gap, args.clean, args.grace, args.within, not args.no_faults,
+                     args.visit_every or 0.0, browser)
+    result = run_bench(plan, args.data_dir)
     print_result(result, args.clean)
     return 0

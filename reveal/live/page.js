@@ -117,6 +117,7 @@ function liveSection(host) {
   section.appendChild(el('div', 'meta', `cluster ${host.cluster} · ${host.channels} channels · ${host.windows} ` +
     `windows · ${host.anomalies} anomalous windows · ${host.open_incidents.length} open incidents`));
   if (host.learning) section.appendChild(el('div', 'learning', host.learning));
+  if (host.sureness) section.appendChild(el('div', 'sureness', host.sureness));
   const scores = host.scores;
   if (scores.length) {
     const t1 = scores[scores.length - 1].end_ns / 1e6, t0 = scores[0].end_ns / 1e6;

@@ -19,6 +19,7 @@ main{padding:12px 18px;display:grid;gap:14px}
 section.host{background:#fff;border:1px solid #d8dde5;border-radius:6px;padding:12px 14px}
 section.host h2{margin:0 0 6px;font-size:16px}
 .learning{background:#fff6da;border:1px solid #e8cf7a;padding:6px 8px;border-radius:4px;margin:6px 0}
+.sureness{background:#eef4fb;border:1px solid #b7cde6;padding:6px 8px;border-radius:4px;margin:6px 0}
 .incident{border-left:4px solid #c0392b;padding:4px 8px;margin:6px 0;background:#fdf1f0}
 .incident.closed{border-color:#8a94a6;background:#f3f4f6}
 .hint{color:#4a5568;font-style:italic}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 import zlib
 from collections import deque
+from dataclasses import replace
 
 import numpy as np
 
@@ -20,10 +21,11 @@ from stream_jobs.engine.derived import derive, derived_specs, signals, step_seco
 from stream_jobs.engine.detectors import standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble
 from stream_jobs.engine.features import FeatureLayout, feature_layout
+from stream_jobs.engine.own_activity import OwnActivity
 from stream_jobs.engine.residuals import Residuals
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
-from stream_jobs.engine.verdicts import WindowContext, WindowVerdict
+from stream_jobs.engine.verdicts import WindowContext, WindowVerdict, window_context
 from stream_jobs.engine.watched_columns import WatchedColumns, column_means, column_medians, moves_every_step
 from stream_jobs.engine.windows import Window, WindowAssembler
 
@@ -71,6 +73,8 @@ class HostPipeline(WatchedColumns):
         self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
         self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
         self._tx_bytes = _indices(self.signal_names, (NET_TX_BYTES_PREFIX,), prefix=True)
+        self.own_activity = OwnActivity(channels.names)
+        self._effect_columns: list[np.ndarray] = []
 
     @property
     def baseline_ready(self) -> bool:
@@ -139,6 +143,11 @@ class HostPipeline(WatchedColumns):
         return np.hstack([base, derive(self.specs, window.timestamps_ns, window.values, min_step_s)])
 
     def _judge(self, window: Window) -> WindowVerdict:
+        verdict = self._judged(window)
+        own = self.own_activity.in_window(window.timestamps_ns, window.values, window.start_ns)
+        return replace(verdict, own_activity=True) if own else verdict
+
+    def _judged(self, window: Window) -> WindowVerdict:
         self.windows_seen += 1
         signal = self._signal(window)
         seconds = self._frame_seconds(window)
@@ -332,13 +341,9 @@ class HostPipeline(WatchedColumns):
                                           self.settings.evidence_limit))
 
     def _context(self, signal: np.ndarray, window: Window, z: np.ndarray | None) -> WindowContext:
-        """Retransmissions, segments, traffic burstiness and co-occurring effects' |z| (none while learning)."""
         steps = step_seconds(window.timestamps_ns, self._min_step_s)
-        counted = lambda columns: float(np.nansum(signal[:, columns] * steps[:, None])) if columns else 0.0
-        tx = np.nansum(signal[:, self._tx_bytes], axis=1) if self._tx_bytes else np.zeros(1)
-        burstiness = float(np.std(tx) / np.mean(tx)) if np.mean(tx) > 0 else 0.0
-        effects = [_largest(z, columns) for columns in self._effect_columns] if z is not None else []
-        return WindowContext(counted(self._retrans), counted(self._segments), burstiness, *effects)
+        return window_context(signal, steps, (self._retrans, self._segments, self._tx_bytes), z,
+                              self._effect_columns)
 
     def state(self) -> dict:
         """The learned baseline (selection and fitted detectors) as JSON values, to survive a restart."""
@@ -388,12 +393,6 @@ def refit_phase(host: str, refit_every: int) -> int:
     True
     """
     return zlib.crc32(host.encode("utf-8")) % refit_every
-
-
-def _largest(z: np.ndarray, columns: np.ndarray) -> float:
-    """The largest |z| among the columns (0 when there are none or none is finite)."""
-    picked = np.abs(z[columns])
-    return float(np.nanmax(picked)) if np.isfinite(picked).any() else 0.0
 
 
 def _indices(names: tuple[str, ...], wanted: tuple[str, ...], prefix: bool = False) -> list[int]:

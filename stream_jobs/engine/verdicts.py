@@ -34,6 +34,7 @@ class WindowVerdict:
     context: "WindowContext | None" = field(default=None, compare=False)
     watch: WatchVerdict | None = field(default=None, compare=False)
     ranked_channels: tuple[str, ...] = field(default=(), compare=False)
+    own_activity: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,22 @@ class WindowContext:
     irq_z: float = 0.0
     cpu_freq_z: float = 0.0
     gpu_power_z: float = 0.0
+
+
+def window_context(signal: np.ndarray, steps: np.ndarray, columns: tuple[list[int], list[int], list[int]],
+                   z: np.ndarray | None, effect_columns: list[np.ndarray]) -> WindowContext:
+    """The window's retransmissions and segments sent (counts over its steps), the burstiness of its transmitted
+    bytes, and the largest |z| of each co-occurring effect's features (none while learning); `columns` are the
+    signal columns of retransmissions, segments and transmitted bytes."""
+    retrans, segments, tx_bytes = columns
+    counted = lambda picked: float(np.nansum(signal[:, picked] * steps[:, None])) if picked else 0.0  # noqa: E731
+    tx = np.nansum(signal[:, tx_bytes], axis=1) if tx_bytes else np.zeros(1)
+    burstiness = float(np.std(tx) / np.mean(tx)) if np.mean(tx) > 0 else 0.0
+    effects = [_largest(z, picked) for picked in effect_columns] if z is not None else []
+    return WindowContext(counted(retrans), counted(segments), burstiness, *effects)
+
+
+def _largest(z: np.ndarray, columns: np.ndarray) -> float:
+    """The largest |z| among the columns (0 when there are none or none is finite)."""
+    picked = np.abs(z[columns])
+    return float(np.nanmax(picked)) if np.isfinite(picked).any() else 0.0

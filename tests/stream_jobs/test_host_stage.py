@@ -240,3 +240,86 @@ def test_hostile_streams_never_crash_the_stages(frames, catalog_first):
         assert all(alert.host in hosts for alert in output.alerts)
     finished = cluster.flush()
     assert all(alert.host in hosts for alert in finished.alerts)
+
+
+def own_commands_catalog(host: str):
+    """The synthetic catalog with the agent's counter of seconds Reveal's own commands ran."""
+    from dataclasses import replace as replaced
+
+    from schemas.channels import OWN_COMMANDS_SECONDS
+    from schemas.records import Channel
+
+    catalog = synthetic_catalog(host)
+    return replaced(catalog, channels=catalog.channels + (Channel(OWN_COMMANDS_SECONDS, "agent", "counter", "s"),))
+
+
+def incidents_opened(step_s: float, commands: tuple[float, float] | None) -> list[str]:
+    """Subsystems of the incidents a CPU step of 25 s from `step_s` opens when Reveal's commands ran over the
+    interval `commands` (seconds into the run), or never."""
+    from schemas.channels import OWN_COMMANDS_SECONDS
+    from stream_jobs.engine.channel_watch import WatchSettings
+
+    catalog = own_commands_catalog("h1")
+    settings = EngineSettings(warmup_windows=20, watch=WatchSettings(drift_horizon_s=20.0), seed=3)
+    stage, cluster = HostStage(settings), ClusterStage()
+    stage.on_catalog(catalog)
+    column = catalog.names.index(OWN_COMMANDS_SECONDS)
+    frames = synthetic_frames(catalog, T0, 1200, seed=4, steps=(StepChange("cpu.busy.cpu0", step_s, 60.0),
+                                                                StepChange("cpu.busy.cpu0", step_s + 25.0, -60.0)))
+    opened = []
+    for frame in frames:
+        seconds = (frame.timestamp_ns - T0) / 1e9
+        ran = 0.0 if commands is None else min(max(seconds - commands[0], 0.0), commands[1] - commands[0])
+        values = np.array(frame.values, dtype=np.float64)
+        values[column] = ran
+        output = stage.on_frame(Frame(frame.host, frame.cluster, frame.timestamp_ns, frame.sequence,
+                                      frame.catalog_version, values))
+        for summary in output.host_windows:
+            opened += [a.subsystem for a in cluster.on_host_window(summary).alerts if a.state == "open"]
+    return opened
+
+
+def test_load_while_reveal_commands_run_opens_no_incident_and_the_same_load_without_them_does():
+    assert incidents_opened(60.0, None) == ["cpu"]
+    assert incidents_opened(60.0, (59.0, 86.0)) == []
+
+
+def test_a_fault_that_outlasts_reveal_commands_is_found_once_they_are_over():
+    assert incidents_opened(60.0, (59.0, 66.0)) == ["cpu"]
+
+
+def test_windows_with_reveal_commands_are_marked_in_their_row():
+    from stream_jobs.records import OWN_ACTIVITY_REGIME
+
+    catalog = own_commands_catalog("h1")
+    stage = HostStage(EngineSettings(warmup_windows=10))
+    stage.on_catalog(catalog)
+    column = catalog.names.index("agent.reveal_commands_s")
+    windows = []
+    for frame in synthetic_frames(catalog, T0, 400):
+        values = np.array(frame.values, dtype=np.float64)
+        values[column] = 1.0 if frame.sequence >= 300 else 0.0
+        for row in stage.on_frame(Frame(frame.host, frame.cluster, frame.timestamp_ns, frame.sequence,
+                                        frame.catalog_version, values)).window_rows:
+            windows.append(((row[3] - T0) / 1e9, (row[4] - T0) / 1e9, row[-1] == OWN_ACTIVITY_REGIME))
+    marked = [(start, end) for start, end, own in windows if own]
+    ran_at_s, settle_s = 30.0, 5.0
+    assert marked and all(end >= ran_at_s and start <= ran_at_s + settle_s for start, end in marked)
+    assert all(own for start, end, own in windows if start < ran_at_s < end)
+
+
+def test_a_short_baseline_says_how_sure_it_is_and_a_full_one_says_nothing():
+    from stream_jobs.engine.channel_watch import WatchSettings
+    from stream_jobs.host_stage import how_sure
+
+    catalog = synthetic_catalog("h1")
+    words = {}
+    for horizon in (600.0, 20.0):
+        stage = HostStage(EngineSettings(warmup_windows=20, watch=WatchSettings(drift_horizon_s=horizon)))
+        stage.on_catalog(catalog)
+        for frame in synthetic_frames(catalog, T0, 300):
+            stage.on_frame(frame)
+        words[horizon] = how_sure(stage.pipelines["h1"][1])
+    assert words[20.0] == ""
+    assert words[600.0].startswith("learned ") and "times what its noise allows until it has been watched 10 min" \
+        in words[600.0]

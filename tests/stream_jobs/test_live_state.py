@@ -65,3 +65,12 @@ def test_incidents_move_from_open_to_recent_and_their_channels_are_traced():
     state.on_alert(Alert(**{**opened.__dict__, "state": "closed"}))
     host = state.snapshot()["hosts"][0]
     assert host["open_incidents"] == [] and [i["state"] for i in host["recent_incidents"]] == ["closed"]
+
+
+def test_how_sure_the_baseline_is_reaches_the_page_as_the_runner_says_it():
+    state = LiveState(warmup_windows=10)
+    state.on_catalog(_catalog())
+    state.on_window(HOSTILE, _verdict(20, True), "learned 30 s of this host; judging only changes 4.5 times …")
+    assert state.snapshot()["hosts"][0]["sureness"].startswith("learned 30 s of this host")
+    state.on_window(HOSTILE, _verdict(21, True))
+    assert state.snapshot()["hosts"][0]["sureness"] == ""

@@ -3,7 +3,10 @@ or its grace period, every other alert after the baseline a false one; its print
 
 from pathlib import Path
 
-from reveal.bench.host_faults import (ALLOCATION_BYTES, NS_PER_S, HandFault, allocation_command, dd_command, judge,
+import numpy as np
+
+from reveal.bench.host_faults import (ALLOCATION_BYTES, NS_PER_S, BenchPlan, HandFault, allocation_command,
+                                      channel_moved, claimed_channel, dd_command, fork_storm_command, judge,
                                       print_result)
 from schemas.records import Alert
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
@@ -31,16 +34,51 @@ def test_faults_are_found_by_the_first_alert_within_them_and_the_rest_are_false(
     result = judge(tmp_path / "data", faults, T0 + 50 * NS_PER_S, grace_s=10)
     burner, allocation = result["faults"]
     assert burner == {"fault": "cpu burner", "expected_subsystem": "cpu", "found": True, "delay_s": 12.0,
-                      "subsystem": "cpu", "claim": "cpu.busy rose on every core"}
+                      "within": False, "subsystem": "cpu", "claim": "cpu.busy rose on every core", "channel": "",
+                      "moved": False}
     assert allocation["found"] is False and allocation["delay_s"] is None
     assert result["false_alerts"] == 1 and result["false_alert_summaries"] == ["net.rx_bytes fell"]
     lines = []
     print_result(result, clean_s=600, out=lines.append)
-    assert lines[1].split()[:5] == ["cpu", "burner", "yes", "12.0", "cpu"]
-    assert lines[2].split()[:5] == ["2", "GiB", "allocation", "NO", "-"]
-    assert lines[3].endswith("600 s clean at the end): 1") and lines[4] == "  net.rx_bytes fell"
+    assert lines[1].split()[:7] == ["cpu", "burner", "yes", "12.0", "no", "no", "cpu"]
+    assert lines[2].split()[:7] == ["2", "GiB", "allocation", "NO", "-", "no", "no"]
+    assert lines[3].endswith("run 0 times): 1") and lines[4] == "  net.rx_bytes fell"
 
 
 def test_the_dd_burst_writes_inside_the_given_folder_and_the_allocation_is_2_gib():
     assert "of=/scratch/reveal-bench-dd" in dd_command(Path("/scratch"))[-1]
     assert ALLOCATION_BYTES == 2 << 30 and f"bytearray({ALLOCATION_BYTES})" in allocation_command()[-1]
+
+
+def test_the_claimed_channel_is_the_first_the_summary_names():
+    summary = "major cpu anomaly on h over 3 windows, peak severity 5.0 of 10; cpu.forks mean z=+40.1, mem.Dirty std z=-3.0"
+    assert claimed_channel(summary) == "cpu.forks"
+    assert claimed_channel("regime change") is None
+
+
+def test_a_counter_moved_when_its_rate_left_what_the_seconds_before_the_fault_had(tmp_path):
+    from schemas.records import Catalog, Channel, Frame
+    from sinks.rows import catalog_row, frame_row
+
+    catalog = Catalog("bench-host", "host-faults", (Channel("cpu.forks", "cpu", "counter", "processes"),
+                                                    Channel("mem.MemFree", "memory", "gauge", "bytes")), 1.0)
+    rng = np.random.default_rng(0)
+    forks = np.cumsum(np.where(np.arange(60) >= 40, 500.0, 3.0) + rng.normal(0, 1, 60))
+    frames = [Frame("bench-host", "host-faults", T0 + i * NS_PER_S, i, catalog.version,
+                    np.array([forks[i], 1e9 + rng.normal(0, 1e3)]))
+              for i in range(60)]
+    writer = ClickHouseWriter(data_dir_dsn(tmp_path / "data"))
+    writer.add("catalogs", [catalog_row(catalog)])
+    writer.add("frames", [frame_row(f) for f in frames])
+    writer.flush()
+    start, opened = T0 + 40 * NS_PER_S, T0 + 45 * NS_PER_S
+    assert channel_moved(writer, "bench-host", "cpu.forks", start, opened)
+    assert not channel_moved(writer, "bench-host", "mem.MemFree", start, opened)
+    assert not channel_moved(writer, "bench-host", "no.such", start, opened)
+    writer.close()
+
+
+def test_a_plan_without_faults_lasts_its_baseline_and_clean_time_and_the_fork_storm_forks():
+    assert BenchPlan(baseline_s=30, clean_s=1800, faults=False).duration_s() == 20 + 30 + 1800 + 15
+    assert BenchPlan(baseline_s=30, fault_s=10, gap_s=20, clean_s=60).duration_s() == 20 + 30 + 4 * 30 + 60 + 15
+    assert "while true; do /bin/true; done" in fork_storm_command()[-1]

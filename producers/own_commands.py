@@ -1,0 +1,153 @@
+"""Reveal's own commands on a host: a command pointed at a run (`reveal sql`, `report`, `alerts` …) notes its process
+in a folder every Reveal process on the host shares, from its start to its end, and the agent there reads the folder,
+so that the engine can tell the load of Reveal's own commands from the host's.
+
+A note is one small JSON file named after the process (pid and start): the command, when the process started (so its
+interpreter's start-up counts) and, once it is over, when it ended. A command killed before it could write its end is
+over when its process is gone. Ended notes are pruned after KEPT_AFTER_END_S by whoever can.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+COMMANDS_DIR_ENV = "REVEAL_COMMANDS_DIR"
+DEFAULT_COMMANDS_DIR = "/tmp/reveal-commands"
+KEPT_AFTER_END_S = 600.0
+NS_PER_S = 1_000_000_000
+
+
+def commands_folder() -> Path:
+    """The host's folder of command notes: $REVEAL_COMMANDS_DIR, else /tmp/reveal-commands (every user's commands
+    note themselves there, so it is world-writable with the sticky bit, as /tmp is)."""
+    return Path(os.environ.get(COMMANDS_DIR_ENV) or DEFAULT_COMMANDS_DIR)
+
+
+def process_start_ns(pid: int | str = "self", procfs: str | Path = "/proc") -> int | None:
+    """When a process started, in epoch ns (boot time + its start in clock ticks); None when it cannot be read."""
+    try:
+        stat = Path(procfs, str(pid), "stat").read_text()
+        start_ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+        boot_s = next(int(line.split()[1]) for line in Path(procfs, "stat").read_text().splitlines()
+                      if line.startswith("btime "))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return boot_s * NS_PER_S + start_ticks * NS_PER_S // os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def noted_command(command: str, folder: Path | None = None) -> Iterator[Path | None]:
+    """Note this process as Reveal's command `command` while the block runs. A host where the folder cannot be
+    written loses only the note: the command itself runs as ever."""
+    folder = commands_folder() if folder is None else folder
+    start_ns = process_start_ns() or time.time_ns()
+    note = folder / f"{os.getpid()}-{start_ns}.json"
+    written = _write_note(note, {"pid": os.getpid(), "command": command, "start_ns": start_ns, "end_ns": None})
+    try:
+        yield note if written else None
+    finally:
+        if written:
+            _write_note(note, {"pid": os.getpid(), "command": command, "start_ns": start_ns,
+                               "end_ns": time.time_ns()})
+
+
+def _write_note(note: Path, content: dict) -> bool:
+    try:
+        _shared_folder(note.parent)
+        partial = note.with_suffix(".part")
+        partial.write_text(json.dumps(content))
+        partial.replace(note)
+    except OSError:
+        return False
+    return True
+
+
+def _shared_folder(folder: Path) -> None:
+    if folder.is_dir():
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.chmod(0o1777)
+    except OSError:
+        pass
+
+
+@dataclass
+class _Seen:
+    start_ns: int
+    end_ns: int | None
+    pid: int
+    mtime_ns: int
+
+
+class CommandLedger:
+    """Reads a folder of command notes: how many seconds Reveal's commands have run on this host since the ledger
+    began (a counter: commands that ran together count once each), and how many run now."""
+
+    def __init__(self, folder: Path | None = None, procfs: str | Path = "/proc"):
+        self.folder = commands_folder() if folder is None else Path(folder)
+        self.procfs = Path(procfs)
+        self._seen: dict[str, _Seen] = {}
+        self._ended_s = 0.0
+
+    def running_seconds(self, now_ns: int | None = None) -> float:
+        """Seconds of commands run so far: those that ended, plus the elapsed time of those running now."""
+        now_ns = time.time_ns() if now_ns is None else now_ns
+        self._scan(now_ns)
+        running = sum(max(0, now_ns - seen.start_ns) for seen in self._seen.values() if seen.end_ns is None)
+        return self._ended_s + running / NS_PER_S
+
+    def running_now(self) -> int:
+        return sum(seen.end_ns is None for seen in self._seen.values())
+
+    def _scan(self, now_ns: int) -> None:
+        try:
+            entries = list(os.scandir(self.folder))
+        except OSError:
+            entries = []
+        for entry in entries:
+            if entry.name.endswith(".json"):
+                self._read(entry, now_ns)
+        for name, seen in self._seen.items():
+            if seen.end_ns is None and not (self.procfs / str(seen.pid)).exists():
+                self._end(seen, now_ns)
+
+    def _read(self, entry: os.DirEntry, now_ns: int) -> None:
+        try:
+            mtime_ns = entry.stat().st_mtime_ns
+        except OSError:
+            return
+        known = self._seen.get(entry.name)
+        if known is not None and (known.end_ns is not None or known.mtime_ns == mtime_ns):
+            self._prune(entry, known, now_ns)
+            return
+        try:
+            note = json.loads(Path(entry.path).read_text())
+            start_ns, pid, end_ns = int(note["start_ns"]), int(note["pid"]), note.get("end_ns")
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        if known is None:
+            known = self._seen[entry.name] = _Seen(start_ns, None, pid, mtime_ns)
+            if end_ns is not None and now_ns - int(end_ns) > KEPT_AFTER_END_S * NS_PER_S:
+                known.start_ns = int(end_ns)  # over long before this ledger began: nothing of it counts
+        known.mtime_ns = mtime_ns
+        if end_ns is not None:
+            self._end(known, max(known.start_ns, int(end_ns)))
+
+    def _end(self, seen: _Seen, end_ns: int) -> None:
+        seen.end_ns = end_ns
+        self._ended_s += max(0, end_ns - seen.start_ns) / NS_PER_S
+
+    def _prune(self, entry: os.DirEntry, seen: _Seen, now_ns: int) -> None:
+        if seen.end_ns is not None and now_ns - seen.end_ns > KEPT_AFTER_END_S * NS_PER_S:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                return
+            del self._seen[entry.name]
