@@ -1,7 +1,8 @@
 """Alert routing: what `reveal alerts` prints, the JSON it posts to a webhook, and how it posts it.
 
 An incident reaches a receiver as Alertmanager's webhook payload (version 4, one alert, its fingerprint the
-incident's id, so Alertmanager-style receivers group and deduplicate it) or as a Slack incoming-webhook message.
+incident's id, so Alertmanager-style receivers group and deduplicate it), as an alert posted to Alertmanager's own
+API (/api/v2/alerts, as Prometheus does), or as a Slack incoming-webhook message.
 Each event (open, update, closed) is posted once: a repeat of an event already posted (a record read again after a
 restart, a duplicate on the topic) is dropped, and a receiver that is down is retried with growing waits until it
 answers, so an outage delays alerts and loses none.
@@ -23,8 +24,8 @@ from typing import Callable
 from schemas.records import Alert
 from stream_jobs.engine.severity import CRITICAL_AT, severity_word
 
-__all__ = ["AlertFilter", "EventLedger", "WebhookSender", "WebhookRefused", "alertmanager_payload", "describe",
-           "slack_payload", "PAYLOADS"]
+__all__ = ["AlertFilter", "EventLedger", "WebhookSender", "WebhookRefused", "alertmanager_api_payload",
+           "alertmanager_payload", "describe", "slack_payload", "PAYLOADS"]
 
 log = logging.getLogger(__name__)
 
@@ -61,20 +62,39 @@ def severity_label(severity: float, critical_at: float) -> str:
     return "critical" if severity >= critical_at else "warning"
 
 
+def alert_labels(alert: Alert, critical_at: float) -> dict[str, str]:
+    """The labels an incident is known by in Alertmanager: its id, where, what, and how serious."""
+    return {"alertname": ALERTNAME, "incident": alert.alert_id, "host": alert.host, "cluster": alert.cluster,
+            "subsystem": alert.subsystem, "kind": alert.kind, "severity": severity_label(alert.severity, critical_at)}
+
+
+def alert_annotations(alert: Alert) -> dict[str, str]:
+    return {"summary": alert.summary, "description": alert.hint, "reveal_state": alert.state,
+            "reveal_severity": f"{alert.severity:.2f}"}
+
+
 def alertmanager_payload(alert: Alert, critical_at: float = CRITICAL_AT) -> dict:
     """Alertmanager's webhook payload (version 4) for one incident event; `closed` is `resolved`."""
     status = "resolved" if alert.state == "closed" else "firing"
-    labels = {"alertname": ALERTNAME, "incident": alert.alert_id, "host": alert.host, "cluster": alert.cluster,
-              "subsystem": alert.subsystem, "kind": alert.kind,
-              "severity": severity_label(alert.severity, critical_at)}
-    annotations = {"summary": alert.summary, "description": alert.hint, "reveal_state": alert.state,
-                   "reveal_severity": f"{alert.severity:.2f}"}
+    labels, annotations = alert_labels(alert, critical_at), alert_annotations(alert)
     body = {"status": status, "labels": labels, "annotations": annotations, "startsAt": iso_utc(alert.start_ns),
             "endsAt": iso_utc(alert.end_ns) if status == "resolved" else NEVER, "generatorURL": "",
             "fingerprint": hashlib.sha256(alert.alert_id.encode()).hexdigest()[:16]}
     return {"version": "4", "groupKey": f"{{}}:{{incident=\"{alert.alert_id}\"}}", "truncatedAlerts": 0,
             "status": status, "receiver": "reveal", "groupLabels": {"incident": alert.alert_id},
             "commonLabels": labels, "commonAnnotations": annotations, "externalURL": "", "alerts": [body]}
+
+
+def alertmanager_api_payload(alert: Alert, critical_at: float = CRITICAL_AT) -> list[dict]:
+    """One incident event as Alertmanager's own API takes it (POST /api/v2/alerts, as Prometheus sends): a firing
+    alert has no end (Alertmanager keeps it for its resolve_timeout after the last event), a closed one ends when
+    the incident did. Empty labels are left out: Alertmanager treats them as absent."""
+    labels = {name: value for name, value in alert_labels(alert, critical_at).items() if value}
+    body = {"labels": labels, "annotations": alert_annotations(alert), "startsAt": iso_utc(alert.start_ns),
+            "generatorURL": ""}
+    if alert.state == "closed":
+        body["endsAt"] = iso_utc(alert.end_ns)
+    return [body]
 
 
 def slack_payload(alert: Alert, critical_at: float = CRITICAL_AT) -> dict:
@@ -89,7 +109,8 @@ def slack_payload(alert: Alert, critical_at: float = CRITICAL_AT) -> dict:
     return {"text": "\n".join(lines)}
 
 
-PAYLOADS: dict[str, Callable[[Alert, float], dict]] = {"alertmanager": alertmanager_payload, "slack": slack_payload}
+PAYLOADS: dict[str, Callable[[Alert, float], dict | list]] = {
+    "alertmanager": alertmanager_payload, "alertmanager-api": alertmanager_api_payload, "slack": slack_payload}
 
 
 class EventLedger:
@@ -126,7 +147,7 @@ class WebhookSender:
         self.delivered = 0
         self.retries = 0
 
-    def post(self, payload: dict, should_stop: Callable[[], bool] = lambda: False) -> bool:
+    def post(self, payload: dict | list, should_stop: Callable[[], bool] = lambda: False) -> bool:
         """True once delivered; False if told to stop first. Raises WebhookRefused for a permanent refusal."""
         wait, failing_since = 0.5, None
         while True:
@@ -145,7 +166,7 @@ class WebhookSender:
             self._sleep(wait)
             wait = min(wait * 2, self.max_wait_s)
 
-    def _try(self, payload: dict) -> str | None:
+    def _try(self, payload: dict | list) -> str | None:
         request = urllib.request.Request(self.url, json.dumps(payload).encode(), method="POST",
                                          headers={"Content-Type": "application/json"})
         try:

@@ -23,6 +23,9 @@ CHANNEL_FAMILIES = (
     (AGENT_PREFIX, AGENT_SUBSYSTEM),
 )
 
+# The host's memory, the scale of what a change of a memory level means there.
+MEM_TOTAL = "mem.MemTotal"
+
 # Seconds Reveal's own commands (`reveal sql`, `report` …) have run on the host, a counter: while it moves, and for
 # a few seconds after, the host's load is partly Reveal's own.
 OWN_COMMANDS_SECONDS = "agent.reveal_commands_s"

@@ -18,7 +18,8 @@ import numpy as np
 from schemas.channels import CPU_BUSY_PCT_ALL, GPU_UTILIZATION_PREFIX
 from schemas.records import Catalog, Frame
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.host_pipeline import HostPipeline, refit_phase
+from stream_jobs.engine.host_pipeline import HostPipeline
+from stream_jobs.engine.settings import refit_phase
 from stream_jobs.engine.incidents import AlertEvent, IncidentTracker, RegimeDetector
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.engine.verdicts import WindowVerdict

@@ -13,12 +13,14 @@ BOOTSTRAP = os.environ.get("REVEAL_TEST_BOOTSTRAP", "127.0.0.1:9092")
 
 
 def pytest_configure(config):
-    """The tests' Reveal commands note themselves in a folder of their own (inherited by the commands they start),
-    so that a run under test sees only the commands its test points at it."""
-    if not os.environ.get("REVEAL_COMMANDS_DIR"):
+    """Each test process's Reveal commands note themselves in a folder of its own (inherited by the commands it
+    starts), so that a run under test sees only the commands its own tests point at it, also when test processes
+    run side by side."""
+    if os.environ.get("REVEAL_TEST_COMMANDS_OWNER") != str(os.getpid()):
         import tempfile
 
         os.environ["REVEAL_COMMANDS_DIR"] = tempfile.mkdtemp(prefix="reveal-test-commands-")
+        os.environ["REVEAL_TEST_COMMANDS_OWNER"] = str(os.getpid())
 
 
 def broker_reachable(bootstrap: str, timeout_s: float = 5.0) -> str | None:

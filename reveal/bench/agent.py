@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -20,7 +22,9 @@ from schemas.topics import TopicNames, ensure_topics
 
 WARMUP_S = 10.0
 GOALS = {"cpu_percent_of_core": 0.5, "cpu_us_per_channel_sample": 1.0, "jitter_p99_ms": 5.0,
-         "wire_bytes_per_channel_sample": 1.5, "rest_bytes_per_channel_sample": 1.0}
+         "wire_bytes_per_channel_sample": 1.5, "rest_bytes_per_channel_sample": 1.0,
+         "process_rss_mib": 50.0, "process_cpu_percent_of_core": 0.5}
+MIB = 1 << 20
 
 
 @dataclass
@@ -39,6 +43,7 @@ class AgentBenchResult:
     kernel_floor_cpu_seconds: float = 0.0
     kernel_floor_files: int = 0
     per_source_cpu_us: dict = field(default_factory=dict)
+    process: "AgentProcessFigures | None" = None
 
     @property
     def channel_samples(self) -> int:
@@ -52,7 +57,25 @@ class AgentBenchResult:
                 "wire_bytes_per_channel_sample": self.wire_bytes / max(self.channel_samples, 1),
                 "rest_bytes_per_channel_sample": self.rest_bytes / max(self.channel_samples, 1),
                 "rest_values_bytes_per_channel_sample": self.rest_values_bytes / max(self.channel_samples, 1),
-                "kernel_floor_percent_of_core": 100 * self.kernel_floor_cpu_seconds / self.seconds}
+                "kernel_floor_percent_of_core": 100 * self.kernel_floor_cpu_seconds / self.seconds,
+                "kernel_floor_us_per_channel_sample":
+                    1e6 * self.kernel_floor_cpu_seconds / max(self.channel_samples, 1),
+                **(self.process.figures() if self.process else {})}
+
+
+@dataclass(frozen=True)
+class AgentProcessFigures:
+    """`reveal agent` as a fleet runs it, measured from outside through /proc: its resident memory in steady state
+    (median of one reading a second) and at its peak, and the CPU it used while measured."""
+
+    rss_bytes: float
+    peak_rss_bytes: float
+    cpu_seconds: float
+    seconds: float
+
+    def figures(self) -> dict[str, float]:
+        return {"process_rss_mib": self.rss_bytes / MIB, "process_peak_rss_mib": self.peak_rss_bytes / MIB,
+                "process_cpu_percent_of_core": 100 * self.cpu_seconds / self.seconds}
 
 
 class _KeepingPublisher(KafkaFramePublisher):
@@ -102,7 +125,49 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     publisher.producer.poll(0)
     result.wire_bytes = sum(b["txbytes"] for b in stats[-1]["brokers"].values()) * result.frames / (result.frames + 1)
     result.rest_bytes, result.rest_values_bytes = _bytes_at_rest(publisher.catalog, publisher.kept[1:])
+    result.process = measure_agent_process(bootstrap, interval_s, duration_s, progress)
     return result
+
+
+def measure_agent_process(bootstrap: str, interval_s: float, duration_s: float, progress=print) -> AgentProcessFigures:
+    """Start `reveal agent` as its own process (publishing to the broker, no spool), let it warm up, then read its
+    memory every second and its CPU over `duration_s`."""
+    prefix = f"bench-{uuid.uuid4().hex[:8]}."
+    command = [sys.executable, "-m", "reveal", "--log-level", "WARNING", "agent", "--bootstrap", bootstrap,
+               "--topic-prefix", prefix, "--interval", f"{interval_s:g}", "--no-spool",
+               "--duration", f"{WARMUP_S + duration_s + 5:g}"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        progress(f"reveal agent as its own process (pid {process.pid}): warming up {WARMUP_S:g} s, then measuring "
+                 f"its memory and CPU for {duration_s:g} s …")
+        time.sleep(WARMUP_S)
+        cpu, started = _process_cpu_seconds(process.pid), time.monotonic()
+        resident = []
+        while time.monotonic() - started < duration_s and process.poll() is None:
+            resident.append(_status_bytes(process.pid, "VmRSS"))
+            time.sleep(1.0)
+        if process.poll() is not None:
+            raise RuntimeError(f"reveal agent stopped early: {process.stderr.read().strip()[-500:]}")
+        figures = AgentProcessFigures(float(np.median(resident)), _status_bytes(process.pid, "VmHWM"),
+                                      _process_cpu_seconds(process.pid) - cpu, time.monotonic() - started)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    return figures
+
+
+def _status_bytes(pid: int, field_name: str) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(field_name + ":"):
+            return float(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/{pid}/status has no {field_name}")
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """User and system time of the process (all its threads), from /proc/PID/stat."""
+    stat = open(f"/proc/{pid}/stat").read()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def kernel_floor(agent: Agent, duration_s: float) -> tuple[int, float]:

@@ -205,7 +205,8 @@ def judge(data_dir: Path, faults: list[HandFault], judged_from_ns: int, grace_s:
     writer = ClickHouseWriter(data_dir_dsn(str(data_dir)))
     try:
         _, rows = writer.query("SELECT alert_id, kind, subsystem, summary, toUnixTimestamp64Nano(min(end)) AS opened, "
-                               "any(host) FROM alerts FINAL GROUP BY alert_id, kind, subsystem, summary ORDER BY opened")
+                               "any(host) FROM alerts FINAL GROUP BY alert_id, kind, subsystem, summary "
+                               "ORDER BY opened")
         openings: dict[str, tuple] = {}
         for alert_id, kind, subsystem, summary, opened, host in rows:
             openings.setdefault(alert_id, (kind, subsystem, summary, int(opened), host))

@@ -7,7 +7,6 @@ import logging
 from pathlib import Path
 
 from producers.agent import Agent, FanOutSink
-from producers.metrics import AgentMetrics, serve_metrics
 from producers.recording import RecordingWriter
 from producers.publisher import KafkaFramePublisher
 from schemas.topics import BrokerUnavailable, TopicNames, ensure_topics
@@ -63,6 +62,8 @@ def handle(args) -> int:
     agent = Agent(settings, FanOutSink(publisher, recording) if recording else publisher)
     metrics = None
     if args.metrics_listen:
+        from producers.metrics import AgentMetrics, serve_metrics  # the Prometheus client only when served
+
         metrics = serve_metrics(AgentMetrics(agent, publisher, args.metrics_channels), args.metrics_listen)
     try:
         stats = agent.run(StopFlag(args.duration))

@@ -44,7 +44,9 @@ def register(commands) -> None:
                         help="post each alert event to this http(s) URL instead of printing it")
     parser.add_argument("--webhook-format", choices=sorted(PAYLOADS), default="alertmanager",
                         help="alertmanager: Alertmanager's webhook JSON (version 4), one alert per post, "
-                             "fingerprinted by incident; slack: a Slack incoming-webhook message (default: "
+                             "fingerprinted by incident, for webhook receivers; alertmanager-api: the alert posted to "
+                             "Alertmanager itself, URL http://ALERTMANAGER:9093/api/v2/alerts (as Prometheus does; "
+                             "closed incidents resolve it); slack: a Slack incoming-webhook message (default: "
                              "alertmanager)")
     parser.add_argument("--critical-at", type=severity, default=CRITICAL_AT, metavar="S",
                         help=f"severity from which an alert is labelled critical rather than warning (default: "

@@ -20,14 +20,17 @@ def register(commands) -> None:
 
 def _register_agent(benches) -> None:
     agent = benches.add_parser(
-        "agent", help="the agent's CPU, jitter and bytes per channel-sample on this host",
+        "agent", help="the agent's memory, CPU, jitter and bytes per channel-sample on this host",
         description="Sample this host for real at --interval for --duration seconds, publishing to the broker, "
                     "and print: channels, agent CPU as % of one core (the whole process, Kafka client threads included, and the "
                     "sampling thread alone), µs of CPU per channel-sample, tick jitter "
                     "p50/p99, bytes per channel-sample on the wire (Kafka, after compression, measured by the "
                     "client's statistics) and at rest (ClickHouse frames table after its codecs, measured in "
                     "system.parts_columns), the CPU per read of each source, and the kernel's floor: the CPU that "
-                    "reading the same files bare on the same schedule costs, which no parser can remove.")
+                    "reading the same files bare on the same schedule costs, which no parser can remove. Then "
+                    "`reveal agent` itself runs as its own process for --duration seconds after a warm-up: its "
+                    "resident memory (median of one reading a second, and its peak) and its CPU, as a fleet pays "
+                    "them (the DaemonSet's requests in infra/ follow from these).")
     agent.add_argument("--interval", type=positive_seconds, default=0.1, metavar="S",
                        help="sampling interval in seconds (default: 0.1)")
     agent.add_argument("--duration", type=positive_seconds, default=30.0, metavar="S",

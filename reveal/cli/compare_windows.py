@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 from reveal.cli.options import existing_file
-from stream_jobs.offline.agreement import compare_runs
-from stream_jobs.offline.tables import TableError
 
 
 def register(commands) -> None:
@@ -21,6 +19,9 @@ def register(commands) -> None:
 
 
 def handle(args) -> int:
+    from stream_jobs.offline.agreement import compare_runs
+    from stream_jobs.offline.tables import TableError
+
     from reveal.cli import CommandError
 
     try:

@@ -5,9 +5,6 @@ from __future__ import annotations
 import sys
 
 from reveal.cli.options import add_engine_options, engine_settings, existing_file, output_file
-from stream_jobs.offline.output import write_windows
-from stream_jobs.offline.runner import detect
-from stream_jobs.offline.tables import TableError, load_table
 
 
 def windows_output(text: str) -> str:
@@ -36,6 +33,9 @@ def register(commands) -> None:
 
 
 def handle(args) -> int:
+    from stream_jobs.offline.output import write_windows
+    from stream_jobs.offline.runner import detect
+    from stream_jobs.offline.tables import TableError, load_table
     from reveal.cli import CommandError
 
     settings = engine_settings(args)

@@ -7,12 +7,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn, describe_dsn
 from reveal.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn, output_file
-from reveal.live.client import RunQueries, running_service
-from reveal.report.contents import gather
-from reveal.report.data import ReportStore, Scope
-from reveal.report.page import render_report
 
 
 def register(commands) -> None:
@@ -52,6 +47,7 @@ def iso_time(text: str) -> int:
 def source_dsn(args) -> str:
     """The DSN of --clickhouse, or of the chDB folder inside --run or --data-dir, which must already exist."""
     from reveal.cli import CommandError
+    from sinks.clickhouse import data_dir_dsn
 
     if args.clickhouse:
         return clickhouse_dsn(args.clickhouse)
@@ -64,6 +60,12 @@ def source_dsn(args) -> str:
 
 
 def handle(args) -> int:
+    from reveal.live.client import RunQueries, running_service
+    from reveal.report.contents import gather
+    from reveal.report.data import ReportStore, Scope
+    from reveal.report.page import render_report
+    from sinks.clickhouse import describe_dsn
+
     if not (args.run or args.clickhouse or args.data_dir):
         args.data_dir = DEFAULT_DATA_DIR
     folder = args.run or args.data_dir
@@ -97,6 +99,7 @@ def _refuse_unknown_hosts(store: ReportStore, wanted: list[str]) -> None:
 
 def _reader(dsn: str, database: str) -> ClickHouseReader:
     from reveal.cli import CommandError
+    from sinks.clickhouse import ClickHouseReader, StorageError
 
     try:
         return ClickHouseReader(dsn, database)

@@ -6,18 +6,10 @@ import logging
 import sys
 from pathlib import Path
 
-from producers.agent import Agent
-from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
-from sinks.landing import ABANDONED_NOTE, ClickHouseLanding, close_abandoned_incidents
 from reveal.cli.options import (DEFAULT_DATA_DIR, StopFlag, add_agent_options,
                                      add_engine_options, add_retention_options, agent_settings, apply_retention,
                                      claim_data_folder, engine_settings, listen_address, positive_seconds,
                                      writable_folder)
-from stream_jobs.embedded import EmbeddedRunner
-from stream_jobs.host_stage import HostStage
-from reveal.live.client import running_service
-from reveal.live.server import LiveServer
-from stream_jobs.live_state import LiveState
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +39,13 @@ def register(commands) -> None:
 
 
 def handle(args) -> int:
+    from producers.agent import Agent
+    from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
+    from sinks.landing import ClickHouseLanding
+    from stream_jobs.embedded import EmbeddedRunner
+    from stream_jobs.host_stage import HostStage
+    from stream_jobs.live_state import LiveState
+
     agent_config = agent_settings(args)
     engine = engine_settings(args, args.interval)
     dsn = data_dir_dsn(args.data_dir)
@@ -83,6 +82,8 @@ def handle(args) -> int:
 
 def _close_abandoned(writer: ClickHouseWriter, host: str) -> None:
     """Incidents a killed or crashed run left open are closed, and the console says so."""
+    from sinks.landing import ABANDONED_NOTE, close_abandoned_incidents
+
     closed = close_abandoned_incidents(writer, host)
     if closed:
         print(f"{len(closed)} incident{'s' if len(closed) > 1 else ''} of {host} left open by a run that stopped "
@@ -105,6 +106,7 @@ class _LaterSink:
 def _listen(args, query) -> LiveServer:
     """The live page and the read-only query service, bound (not yet serving) so a busy address fails first."""
     from reveal.cli import CommandError
+    from reveal.live.server import LiveServer
 
     host, port = args.listen
     try:
@@ -116,6 +118,7 @@ def _listen(args, query) -> LiveServer:
 
 def _refuse_a_folder_in_use(data_dir: str) -> None:
     from reveal.cli import CommandError
+    from reveal.live.client import running_service
 
     url = running_service(data_dir)
     if url is not None:

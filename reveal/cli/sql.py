@@ -5,18 +5,16 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import re
 import sys
 import textwrap
 from pathlib import Path
 
 from sinks import retrospectives
-from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn, describe_dsn
 from sinks.read_only import without_literals
 from sinks.tables import CHANNEL_EXAMPLE, COLUMNS, TABLE_DESCRIPTIONS
 from reveal.cli.options import DEFAULT_DATA_DIR, DSN_HELP, clickhouse_dsn, embedded_data_folder
-from reveal.live.client import RunQueries, running_service
-from stream_jobs.offline.output import finite_or_none
 
 _FORMAT_CLAUSE = re.compile(r"\bFORMAT\s+(\w+)\s*$", re.IGNORECASE)
 _CHANNEL_VALUES = re.compile(r"channel_values\s*\(\s*name\s*=\s*(?:'([^']*)'|\{(\w+)\s*:\s*\w+\})\s*\)",
@@ -66,6 +64,7 @@ def tables_epilog() -> str:
 
 def handle(args) -> int:
     from reveal.cli import CommandError
+    from sinks.clickhouse import StorageError
 
     if args.list:
         print_retrospectives(sys.stdout)
@@ -152,6 +151,8 @@ def print_retrospectives(out) -> None:
 def open_reader(args):
     """The running reveal run that holds --data-dir, or the stored database itself (read-only unless --write)."""
     from reveal.cli import CommandError
+    from reveal.live.client import RunQueries, running_service
+    from sinks.clickhouse import ClickHouseReader, StorageError, data_dir_dsn, describe_dsn
 
     if args.clickhouse:
         dsn = clickhouse_dsn(args.clickhouse)
@@ -218,7 +219,7 @@ def print_jsonl(columns, rows, out) -> None:
 
 def _json_value(value):
     if isinstance(value, float):
-        return finite_or_none(value)
+        return value if math.isfinite(value) else None
     if isinstance(value, (list, tuple)):
         return [_json_value(v) for v in value]
     return value

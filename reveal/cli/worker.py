@@ -9,20 +9,10 @@ import signal
 import threading
 import time
 
-import faust
-
-from producers.metrics import serve_metrics
 from schemas.topics import TopicNames, ensure_topics
-from sinks.clickhouse import describe_dsn
-from sinks.landing import open_landing
 from reveal.cli.options import (DSN_HELP, add_engine_options, add_kafka_options, add_retention_options,
                                 apply_retention, claim_data_folder, clickhouse_dsn, embedded_data_folder,
                                 engine_settings, kafka_security, listen_address, positive_count, positive_seconds)
-from reveal.live.server import LiveServer
-from stream_jobs.catalog_preload import read_catalogs
-from stream_jobs.worker.app import create_app
-from stream_jobs.worker.metrics import WorkerMetrics
-from stream_jobs.worker.shell import WorkerSettings, WorkerShell
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +57,16 @@ def register(commands) -> None:
 
 
 def handle(args) -> int:
+    import faust
+
+    from producers.metrics import serve_metrics
+    from sinks.clickhouse import describe_dsn
+    from sinks.landing import open_landing
+    from stream_jobs.catalog_preload import read_catalogs
+    from stream_jobs.worker.app import create_app
+    from stream_jobs.worker.metrics import WorkerMetrics
+    from stream_jobs.worker.shell import WorkerSettings, WorkerShell
+
     settings = WorkerSettings(args.bootstrap, args.group, engine_settings(args), TopicNames(args.topic_prefix),
                               security=kafka_security(args), storage_retry_max_s=args.storage_retry_max)
     dsn = clickhouse_dsn(args.clickhouse)
@@ -119,6 +119,8 @@ def handle(args) -> int:
 def _serve_queries(shell: WorkerShell, folder, listen: tuple[str, int]) -> LiveServer:
     """Read-only queries of the worker's embedded tables, answered on its storage thread (chDB allows one process
     per folder) and announced in the data folder, as a reveal run announces its own."""
+    from reveal.live.server import LiveServer
+
     host, port = listen
     read = lambda sql, parameters: shell.storage_thread.submit(  # noqa: E731
         shell.store.writer.query, sql, parameters, True).result()

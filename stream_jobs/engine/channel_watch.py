@@ -7,11 +7,11 @@ distance from the median to the baseline's `tail_share` and 1 − `tail_share` q
 a skewed channel (bursts above, a floor below) is measured on each side by what that side does; never below the
 statistic's standard deviation (a quantile of a channel on one level never saw its rare excursions). A window departs on
 a column when its statistic lies further from the median than `limit` noise scales, and further than the column's
-practical floor in its own units where the unit is known (a few events for counters, `byte_floor` for memory,
-`core_floor` for time busy, `count_floor` for whole-number gauges, `percent_floor` for shares, `byte_rate_floor` and `packet_rate_floor` per
-second for traffic counters); a table without
-units has no floors, so its verdicts do not change when a column is shifted or scaled. Departures are told in
-limits: 1 is the edge, 2 twice as far.
+practical floor in its own units where the unit is known (a few events for counters, `byte_floor` or `memory_share_floor`
+of the host's memory for memory, `core_floor` for time busy, `count_floor` or the square root of the level (a count's
+natural spread) for whole-number gauges, `percent_floor` for shares, `byte_rate_floor` and `packet_rate_floor` per
+second for traffic counters); a table without units has no floors, so its verdicts do not change when a column is
+shifted or scaled. Departures are told in limits: 1 is the edge, 2 twice as far.
 
 `limit` is one number for the host, calibrated over all its columns at once: on the baseline, the largest
 departure over columns in each window is the host's statistic, and the limit is the smallest one at which the
@@ -19,8 +19,8 @@ baseline opens no more than `risk` runs of departing windows a day (a run lasts 
 short to have seen that many days extrapolates with a tail fitted to its statistic (peaks over threshold), and a
 short baseline widens the limit by Student's t over the number of independent windows it holds (30 overlapping
 windows know less than 3,000) and, while the model was learned from less than the drift horizon, by how much
-further a level may wander than the baseline saw (30 s of a host judge only large changes for 10 minutes). So 700 channels do not page 700 times as often as one, and a few minutes of baseline
-judge only large changes.
+further a level may wander than the baseline saw (30 s of a host judge only large changes for 10 minutes). So 700
+channels do not page 700 times as often as one, and a few minutes of baseline judge only large changes.
 
 A column counts once it has departed for `persist_s` seconds running: one instant's burst lies in every window that
 holds it, and `persist_s` is longer than the window. Until a streak has lasted `unconfirmed_s`, it counts only while
@@ -58,6 +58,7 @@ class WatchSettings:
     min_limit: float = 2.0
     min_events: float = 5.0
     byte_floor: float = 16 * 2**20
+    memory_share_floor: float = 0.0025
     core_floor: float = 0.05
     count_floor: float = 2.0
     percent_floor: float = 1.0
@@ -87,11 +88,10 @@ class WatchSettings:
             raise ValueError("history_every_s must be > 0 and history_span_s at least 10 times it")
         if not 0 < self.confirm_share <= 1:
             raise ValueError(f"confirm_share is {self.confirm_share}; expected above 0 and at most 1")
-        if not (self.departure > 0 and self.min_limit > 0 and self.residual_floor >= 0 and self.min_events >= 0
-                and self.byte_floor >= 0 and self.count_floor >= 0 and self.core_floor >= 0
-                and self.percent_floor >= 0 and self.byte_rate_floor >= 0 and self.packet_rate_floor >= 0):
-            raise ValueError("departure and min_limit must be > 0; residual_floor, min_events, byte_floor, "
-                             "count_floor, core_floor, percent_floor, byte_rate_floor and packet_rate_floor ≥ 0")
+        floors = ("residual_floor", "min_events", "byte_floor", "memory_share_floor", "count_floor", "core_floor",
+                  "percent_floor", "byte_rate_floor", "packet_rate_floor")
+        if not (self.departure > 0 and self.min_limit > 0 and all(getattr(self, f) >= 0 for f in floors)):
+            raise ValueError(f"departure and min_limit must be > 0; {', '.join(floors)} ≥ 0")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ selected channels → detector ensemble → attribution, with a baseline that is
 from __future__ import annotations
 
 import warnings
-import zlib
 from collections import deque
 from dataclasses import replace
 
@@ -143,17 +142,19 @@ class HostPipeline(WatchedColumns):
         return np.hstack([base, derive(self.specs, window.timestamps_ns, window.values, min_step_s)])
 
     def _judge(self, window: Window) -> WindowVerdict:
-        verdict = self._judged(window)
         own = self.own_activity.in_window(window.timestamps_ns, window.values, window.start_ns)
+        verdict = self._judged(window, learn=not own)
         return replace(verdict, own_activity=True) if own else verdict
 
-    def _judged(self, window: Window) -> WindowVerdict:
+    def _judged(self, window: Window, learn: bool = True) -> WindowVerdict:
+        """The window's verdict; a window that carries Reveal's own load (`learn` false) is judged but never
+        learned as part of the host's baseline."""
         self.windows_seen += 1
         signal = self._signal(window)
         seconds = self._frame_seconds(window)
         means = column_means(signal)
         if not self.baseline_ready:
-            return self._learn(window, seconds, signal, means)
+            return self._learn(window, seconds, signal, means, learn)
         features = self.layout.compute(seconds, signal[:, self.kept])
         verdict = self.ensemble.judge(features[None, :])[0]
         watched = self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
@@ -199,14 +200,10 @@ class HostPipeline(WatchedColumns):
         not many."""
         return subsystem_vote(self._column_subsystems(), watched.persisted, watched.departure)
 
-    def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
-        if not self._warmup_features:
-            self.learning_since_ns = int(window.timestamps_ns[0])
-        self._warmup_features.append(self.full_layout.compute(seconds, signal))
-        self._warmup_means.append(means)
-        if self.windows_seen % max(1, round(self.settings.window_s / self.settings.stride_s)) == 0:
-            self._warmup_signals.append(signal)  # non-overlapping windows cover the warm-up once, for selection
-            self._warmup_signal_rows.append(len(self._warmup_means) - 1)
+    def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray,
+               learn: bool = True) -> WindowVerdict:
+        if learn:
+            self._keep_for_baseline(window, seconds, signal, means)
         watched = self._watch_while_learning(window, signal, means)
         fitted = len(self._warmup_features) >= self.settings.warmup_windows
         if fitted:
@@ -222,6 +219,15 @@ class HostPipeline(WatchedColumns):
         return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
                              0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means,
                              context=self._context(signal, window, None), watch=watched)
+
+    def _keep_for_baseline(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> None:
+        if not self._warmup_features:
+            self.learning_since_ns = int(window.timestamps_ns[0])
+        self._warmup_features.append(self.full_layout.compute(seconds, signal))
+        self._warmup_means.append(means)
+        if self.windows_seen % max(1, round(self.settings.window_s / self.settings.stride_s)) == 0:
+            self._warmup_signals.append(signal)  # non-overlapping windows cover the warm-up once, for selection
+            self._warmup_signal_rows.append(len(self._warmup_means) - 1)
 
     def _watch_while_learning(self, window: Window, signal: np.ndarray, means: np.ndarray) -> WatchVerdict | None:
         """Channels that kept their bands through a catalog change are still judged while the rest is learned."""
@@ -384,15 +390,6 @@ _EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("
 def _counts_per_count(spec, channels: ChannelTable) -> bool:
     """Whether a derived channel is the per-step ratio of two counters."""
     return spec.formula == "delta_ratio" and all(channels.cumulative[i] for i in spec.inputs[:2])
-
-
-def refit_phase(host: str, refit_every: int) -> int:
-    """A host's offset in the refit cycle, the same in every process and run (replays refit where live did).
-
-    >>> refit_phase("gpu-node-17", 300) == refit_phase("gpu-node-17", 300) < 300
-    True
-    """
-    return zlib.crc32(host.encode("utf-8")) % refit_every
 
 
 def _indices(names: tuple[str, ...], wanted: tuple[str, ...], prefix: bool = False) -> list[int]:

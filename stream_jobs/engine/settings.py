@@ -3,6 +3,7 @@ live, replayed and offline runs."""
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 from stream_jobs.engine.channel_watch import WatchSettings
@@ -47,3 +48,12 @@ class EngineSettings:
         return {"window_s": self.window_s, "stride_s": self.stride_s, "interval_s": self.interval_s,
                 "mode": self.mode, "risk": self.risk, "selection_threshold": self.selection_threshold,
                 "seed": self.seed}
+
+
+def refit_phase(host: str, refit_every: int) -> int:
+    """A host's offset in the refit cycle, the same in every process and run (replays refit where live did).
+
+    >>> refit_phase("gpu-node-17", 300) == refit_phase("gpu-node-17", 300) < 300
+    True
+    """
+    return zlib.crc32(host.encode("utf-8")) % refit_every

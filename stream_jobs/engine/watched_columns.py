@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from schemas.channels import AGENT_PREFIX
+from schemas.channels import AGENT_PREFIX, MEM_TOTAL
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict, event_floor
 
 # A window's confirming statistic is the median of its parts' (see WatchedColumns._inner).
@@ -20,14 +20,16 @@ class WatchedColumns:
     levels learned with its baseline."""
 
     def _event_floors(self) -> np.ndarray:
-        """Each signal's smallest meaningful band width (counters: a few events per window, levels in bytes: the
-        watch's byte floor, counters of time busy in the baseline: its core floor (one that never moved, such as CFS
-        throttling, stays an event count), gauges that count things: its count floor, shares in percent: its percent
-        floor, traffic counters in bytes or packets: a rate a link carries without anyone noticing); the agent's own metrics get an infinite one, so they are never judged."""
+        """Each signal's smallest meaningful band width (counters: a few events per window, memory levels: the
+        watch's byte floor or its share of the host's memory, counters of time busy in the baseline: its core floor
+        (one that never moved, such as CFS throttling, stays an event count), gauges that count things: its count
+        floor or the square root of their level, shares in percent: its percent floor, traffic counters in bytes or
+        packets: a rate a link carries without anyone noticing); the agent's own metrics get an infinite one, so they
+        are never judged."""
         floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
         bytes_per_unit = np.concatenate([self.channels.bytes_per_unit, np.zeros(len(self.specs))])
         with np.errstate(divide="ignore"):
-            byte_floor = self.settings.watch.byte_floor / bytes_per_unit
+            byte_floor = max(self.settings.watch.byte_floor, self._memory_share()) / bytes_per_unit
         floors = np.where(bytes_per_unit > 0, np.fmax(floors, byte_floor), floors)
         seconds_per_unit = np.concatenate([self.channels.seconds_per_unit, np.zeros(len(self.specs))])
         busy_time = (seconds_per_unit > 0) & (self.signal_levels > 0)
@@ -35,7 +37,8 @@ class WatchedColumns:
             core_floor = self.settings.watch.core_floor / seconds_per_unit
         floors = np.where(busy_time, np.fmax(floors, core_floor), floors)
         counts = self.counted & (bytes_per_unit == 0)
-        floors = np.where(counts, np.fmax(floors, self.settings.watch.count_floor), floors)
+        count_floor = np.fmax(self.settings.watch.count_floor, np.sqrt(np.abs(self.signal_levels)))
+        floors = np.where(counts, np.fmax(floors, count_floor), floors)
         percent = np.concatenate([self.channels.percent, np.zeros(len(self.specs), dtype=bool)])
         floors = np.where(percent, np.fmax(floors, self.settings.watch.percent_floor), floors)
         traffic = np.concatenate([self.channels.traffic_unit, np.full(len(self.specs), "", dtype=object)])
@@ -45,6 +48,13 @@ class WatchedColumns:
         floors = np.fmax(floors, self.ratio_floors)
         own = np.array([name.startswith(AGENT_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)
+
+    def _memory_share(self) -> float:
+        """The watch's share of the host's memory (its baseline level of mem.MemTotal), in bytes; 0 without it."""
+        if MEM_TOTAL not in self.signal_names:
+            return 0.0
+        total = self.signal_levels[self.signal_names.index(MEM_TOTAL)]
+        return float(total) * self.settings.watch.memory_share_floor if np.isfinite(total) and total > 0 else 0.0
 
     def _watch_floors(self) -> np.ndarray:
         """Floors of the watched columns (see _watched): each takes its signal's, but the spread within a window of a

@@ -14,7 +14,8 @@ import numpy as np
 from schemas.channels import SUBSYSTEMS
 from schemas.records import CHANNEL_KINDS, Catalog, Channel
 from stream_jobs.cluster_stage import ClusterStage
-from stream_jobs.engine.host_pipeline import HostPipeline, refit_phase
+from stream_jobs.engine.host_pipeline import HostPipeline
+from stream_jobs.engine.settings import refit_phase
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.engine.verdicts import WindowVerdict
 from stream_jobs.engine.windows import WindowAssembler

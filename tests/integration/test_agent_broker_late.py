@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 def test_an_agent_started_before_its_broker_spools_from_the_first_frame_and_delivers_them_all(kafka_bootstrap,
                                                                                              tmp_path):
-    broker = OwnBroker(tmp_path / "kafka", port=19093)
+    broker = OwnBroker(tmp_path / "kafka", port=19300)
     names = TopicNames("late-broker.")
     agent = subprocess.Popen([sys.executable, "-m", "reveal.cli", "agent", "--bootstrap", broker.bootstrap,
                               "--topic-prefix", names.prefix, "--spool-dir", str(tmp_path / "spool"), "--duration",

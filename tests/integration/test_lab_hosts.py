@@ -12,6 +12,9 @@ import pytest
 from reveal.lab.faults import FaultSpec, make_fault
 from reveal.lab.hosts import LabLock, LabNetwork, remove_leftovers, run_command
 
+# Labs take numbered slots of this host's network and cgroups: one lab test at a time
+pytestmark = pytest.mark.quiet_host
+
 MISSING = [tool for tool in ("ip", "nft") if shutil.which(tool) is None]
 
 

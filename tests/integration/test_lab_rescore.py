@@ -15,7 +15,7 @@ from reveal.lab.ingest import THRESHOLD_MODES, load_run, replay_run
 from reveal.lab.replay import incidents, reported
 from reveal.lab.scoring import HEADLINE
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.quiet_host, pytest.mark.timeout(600)]
 
 SCENARIO = """name = "rescore-check"
 hosts = ["h1", "h2", "h3"]

@@ -4,8 +4,8 @@ once, and a receiver that refuses or is down."""
 import pytest
 
 from schemas.records import Alert
-from reveal.alert_routing import (AlertFilter, EventLedger, WebhookRefused, WebhookSender, alertmanager_payload,
-                                       describe, slack_payload)
+from reveal.alert_routing import (AlertFilter, EventLedger, WebhookRefused, WebhookSender,
+                                  alertmanager_api_payload, alertmanager_payload, describe, slack_payload)
 from tests.http_receiver import Receiver
 
 
@@ -23,6 +23,15 @@ def test_alertmanager_payload_fires_until_closed_and_fingerprints_the_incident()
     assert first["startsAt"] == "2023-11-14T22:13:20.000Z" and first["endsAt"] == "0001-01-01T00:00:00Z"
     assert last["endsAt"] == "2023-11-14T22:13:29.000Z"
     assert alertmanager_payload(alert(severity=3.0))["alerts"][0]["labels"]["severity"] == "warning"
+
+
+def test_alertmanagers_own_api_gets_the_alert_without_an_end_until_the_incident_closes():
+    [opened], [closed] = alertmanager_api_payload(alert("open")), alertmanager_api_payload(alert("closed", end_s=9))
+    assert opened["labels"] == closed["labels"] == alertmanager_payload(alert())["alerts"][0]["labels"]
+    assert "endsAt" not in opened and closed["endsAt"] == "2023-11-14T22:13:29.000Z"
+    assert opened["startsAt"] == "2023-11-14T22:13:20.000Z"
+    unplaced = Alert("c1:peers:1", "", "c1", "open", 10**18, 10**18, 5.0, "", "peers differ", "", "peer")
+    assert "host" not in alertmanager_api_payload(unplaced)[0]["labels"]
 
 
 def test_slack_payload_and_the_printed_line_carry_state_place_severity_words_and_hint():

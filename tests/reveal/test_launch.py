@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from reveal.launch import NOTED_COMMANDS, command_named
+from reveal.launch import NOTED_COMMANDS, command_named, noted
 
 
 def test_the_command_is_found_past_the_global_options():
@@ -19,6 +19,9 @@ def test_the_command_is_found_past_the_global_options():
 def test_commands_pointed_at_a_run_are_noted_and_long_running_ones_are_not():
     assert {"sql", "report", "alerts"} <= NOTED_COMMANDS
     assert not {"run", "agent", "worker", "collect", "bench", "lab"} & NOTED_COMMANDS
+    assert noted(["alerts", "--bootstrap", "b"]) == "alerts" and noted(["sql", "SELECT 1"]) == "sql"
+    assert noted(["alerts", "--follow"]) is None and noted(["alerts", "--webhook", "http://x"]) is None
+    assert noted(["run"]) is None
 
 
 def test_a_reveal_command_leaves_a_note_with_its_start_and_end(tmp_path):

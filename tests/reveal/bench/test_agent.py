@@ -2,12 +2,14 @@
 measured, and the bare reads of an agent's files on its schedule, every file closed afterwards."""
 
 import os
+import time
 
 import pytest
 
 from producers.agent import Agent, AgentSettings
 from producers.collectors.meminfo import MemInfoCollector
-from reveal.bench.agent import AgentBenchResult, kernel_floor
+from reveal.bench.agent import (AgentBenchResult, AgentProcessFigures, _process_cpu_seconds, _status_bytes,
+                                kernel_floor)
 from schemas.records import Catalog, Frame
 
 
@@ -43,3 +45,13 @@ def test_the_kernel_floor_reads_each_file_bare_and_closes_them(procfs):
         agent.close()
     assert files == 1 and 0 <= cpu_s < 0.3
     assert len(os.listdir("/proc/self/fd")) <= open_before
+
+
+def test_a_process_is_measured_from_outside_through_proc():
+    busy_until = time.process_time() + 0.2
+    while time.process_time() < busy_until:
+        pass
+    assert _process_cpu_seconds(os.getpid()) >= 0.2
+    assert 10 << 20 < _status_bytes(os.getpid(), "VmRSS") <= _status_bytes(os.getpid(), "VmHWM")
+    figures = AgentProcessFigures(40 << 20, 45 << 20, 0.3, 60.0).figures()
+    assert figures == {"process_rss_mib": 40.0, "process_peak_rss_mib": 45.0, "process_cpu_percent_of_core": 0.5}

@@ -51,7 +51,8 @@ def test_the_dd_burst_writes_inside_the_given_folder_and_the_allocation_is_2_gib
 
 
 def test_the_claimed_channel_is_the_first_the_summary_names():
-    summary = "major cpu anomaly on h over 3 windows, peak severity 5.0 of 10; cpu.forks mean z=+40.1, mem.Dirty std z=-3.0"
+    summary = ("major cpu anomaly on h over 3 windows, peak severity 5.0 of 10; cpu.forks mean z=+40.1, "
+               "mem.Dirty std z=-3.0")
     assert claimed_channel(summary) == "cpu.forks"
     assert claimed_channel("regime change") is None
 

@@ -2,11 +2,13 @@
 report waited for, or the replay's death named."""
 
 import multiprocessing
+import subprocess
+import sys
 
 import pytest
 
 from reveal.bench.pipeline import _wait_for_report, sql
-from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
+from sinks.clickhouse import data_dir_dsn
 
 
 def _exit_with(code: int) -> None:
@@ -18,9 +20,13 @@ def _report(results) -> None:
 
 
 def test_a_query_of_a_chdb_folder_comes_back_as_rows(tmp_path):
-    writer = ClickHouseWriter(data_dir_dsn(tmp_path / "data"))
-    writer.add("windows", [[host, "c", 1, 0, 3 * 10**9, 30, 1, 0.5, 1.0, 0, [], [], [], [], ""] for host in "ab"])
-    writer.close()
+    """The folder is written by another process: chDB opens one folder per process, and this one may hold the tests'
+    shared folder already."""
+    write = ("import sys\nfrom sinks.clickhouse import ClickHouseWriter, data_dir_dsn\n"
+             "writer = ClickHouseWriter(data_dir_dsn(sys.argv[1]))\n"
+             "writer.add('windows', [[h, 'c', 1, 0, 3 * 10**9, 30, 1, 0.5, 1.0, 0, [], [], [], [], ''] for h in 'ab'])\n"
+             "writer.close()\n")
+    subprocess.run([sys.executable, "-c", write, str(tmp_path / "data")], check=True, timeout=120)
     rows = sql(data_dir_dsn(tmp_path / "data"),
                "SELECT host, count() AS windows FROM windows GROUP BY host ORDER BY host")
     assert rows == [{"host": "a", "windows": 1}, {"host": "b", "windows": 1}]

@@ -4,6 +4,8 @@ command itself: its version and the commands its help lists."""
 import subprocess
 import sys
 
+import pytest
+
 from sinks.clickhouse import ClickHouseReader, data_dir_dsn
 
 
@@ -101,6 +103,7 @@ def test_incidents_a_killed_run_left_open_are_closed_with_a_note_when_it_starts_
 
 
 
+@pytest.mark.quiet_host
 def test_reveal_commands_pointed_at_a_run_open_no_incident(tmp_path):
     """`reveal sql` and `reveal report` run back to back against a run that has just learned a short baseline: each
     is real load on the host (an interpreter starting, forks, memory, loopback TCP, files), and Reveal's own."""

@@ -6,7 +6,8 @@ import numpy as np
 
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline, refit_phase
+from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline
+from stream_jobs.engine.settings import refit_phase
 
 T0 = 1_700_000_000_000_000_000
 

@@ -89,6 +89,27 @@ def test_a_count_of_sockets_moving_by_one_is_not_an_event_but_twenty_more_are():
     assert more and more[0].evidence[0].channel == "sock.tcp_inuse"
 
 
+def test_a_count_moves_by_its_natural_spread_before_it_counts():
+    """Of seventy sockets that never moved in the baseline, four more are within a count's √70 spread; forty are not."""
+    def sockets(extra):
+        return lambda t, rng: [70 + (extra if t >= 200 else 0), 1000.0 * t]
+    names, kinds = ("sock.sockets_used", "net.tx_packets"), ("gauge", "counter")
+    assert not any(v.anomalous for v in _judge_steps(names, kinds, sockets(4)))
+    more = [v for v in _judge_steps(names, kinds, sockets(40)) if v.anomalous]
+    assert more and more[0].evidence[0].channel == "sock.sockets_used"
+
+
+def test_a_memory_level_moves_by_a_share_of_the_hosts_memory_before_it_counts():
+    """On a 64 GiB host, 50 MiB more file huge pages is a rounding of its memory; 2 GiB held is not."""
+    def memory(step):
+        return lambda t, rng: [64 * 2**30, 14 * 2**20 + (step if t >= 200 else 0), 1000.0 * t]
+    names, kinds, units = ("mem.MemTotal", "mem.FileHugePages", "net.tx_packets"), ("static", "gauge", "counter"), \
+        ("bytes", "bytes", "packets")
+    assert not any(v.anomalous for v in _judge_steps(names, kinds, memory(50 * 2**20), units=units))
+    held = [v for v in _judge_steps(names, kinds, memory(2 * 2**30), units=units) if v.anomalous]
+    assert held and held[0].evidence[0].channel == "mem.FileHugePages"
+
+
 def test_a_handful_of_events_in_one_sample_is_not_an_event_but_a_burst_of_a_hundred_is():
     def counter(burst):
         state = {"total": 0.0}
