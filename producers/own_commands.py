@@ -114,7 +114,7 @@ class CommandLedger:
         for entry in entries:
             if entry.name.endswith(".json"):
                 self._read(entry, now_ns)
-        for name, seen in self._seen.items():
+        for seen in self._seen.values():
             if seen.end_ns is None and not (self.procfs / str(seen.pid)).exists():
                 self._end(seen, now_ns)
 
