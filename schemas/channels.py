@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 # The parts of a host a channel describes; "agent" is the agent's own cost, not the host's workload.
 HOST_SUBSYSTEMS = ("cpu", "gpu", "memory", "network", "storage")
 AGENT_SUBSYSTEM = "agent"
@@ -22,6 +24,24 @@ CHANNEL_FAMILIES = (
     ("disk.", "storage"),
     (AGENT_PREFIX, AGENT_SUBSYSTEM),
 )
+
+# Memory operations every running program performs: pages faulted in, allocated, freed, reused or moved between the
+# active and inactive lists, and NUMA allocations placed where they were asked for. They count work, as CPU time
+# does, not the state of memory (what is held, free, reclaimed, swapped or placed on the wrong node): they name memory
+# only when nothing else moved (a fork storm reuses pages by the hundred thousand, and is the CPU's).
+_PAGE_WORK = re.compile(r"vm\.(pgfault|pgalloc_\w+|pgfree|pgreuse|pgactivate|pgdeactivate|pglazyfreed?|numa_hit|"
+                        r"numa_local|numa_interleave|thp_fault_alloc)|numa\.(numa_hit|local_node|interleave_hit)\.\S+|"
+                        r"cgroup\.memory_pgfault\.\S+")
+
+
+def counts_page_work(name: str) -> bool:
+    """Whether the channel counts memory operations of whatever runs rather than the state of memory.
+
+    >>> counts_page_work("vm.pgreuse"), counts_page_work("numa.numa_hit.node0"), counts_page_work("vm.numa_miss")
+    (True, True, False)
+    """
+    return _PAGE_WORK.fullmatch(name) is not None
+
 
 # The host's memory, the scale of what a change of a memory level means there.
 MEM_TOTAL = "mem.MemTotal"

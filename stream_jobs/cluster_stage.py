@@ -26,7 +26,7 @@ from stream_jobs.engine.incidents import IncidentTracker
 from stream_jobs.engine.peer_effects import PeerEffects
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransWindow, classify
 from stream_jobs.host_incidents import (JOIN_WITHIN_WINDOWS, began_together, cause_key, causes_strongest_first,
-                                        departing_channels, departure_of, departure_onset, named_subsystem,
+                                        departing_channels, departure_of, departure_onset, named_subsystem, told_lead,
                                         own_departures, recent_lead, windows_to_open)
 from stream_jobs.records import (StageOutput, configuration_alert, configuration_anomaly, peer_anomaly,
                                  retransmission_anomaly, retransmission_row, tracked_alert)
@@ -203,8 +203,8 @@ class ClusterStage:
                 mine = sorted(routed.get(subsystem, []), key=lambda p: (-departure_of(summary, p), p.index))
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
                 severity = max((departure_of(summary, p) for p in mine), default=0.0)
-                named = named_subsystem(mine) if mine else subsystem
-                lead = next(((summary.names[p.index], p.feature, p.z) for p in mine if p.subsystem == named), None)
+                named = named_subsystem(summary, mine) if mine else subsystem
+                lead = told_lead(summary, mine, named)
                 events = self.incidents.update(cause_key(summary.host, subsystem), summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
                                                named, evidence,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from schemas.channels import counts_page_work
 from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.engine.incidents import CPU
 
@@ -88,10 +89,25 @@ def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
     return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
 
 
-def named_subsystem(persisted: list[PersistedChannel]) -> str:
-    """The subsystem a window's channels (strongest first) are told under: the strongest channel's, or, when CPU
-    channels move with another subsystem's, the strongest of the others' (see IncidentTracker's naming)."""
-    return next((p.subsystem for p in persisted if p.subsystem != CPU), persisted[0].subsystem)
+def named_subsystem(summary: HostWindow, persisted: list[PersistedChannel]) -> str:
+    """The subsystem a window's channels (strongest first) are told under: the strongest channel's, but CPU channels
+    that move with another subsystem's are that subsystem's work (see IncidentTracker's naming), and memory work
+    (see counts_page_work) is the work of whatever moves with it."""
+    return min(persisted, key=lambda p: naming_rank(summary.names[p.index], p.subsystem)).subsystem
+
+
+def naming_rank(name: str, subsystem: str) -> int:
+    """0 for a channel that tells a subsystem's state, 1 for CPU, 2 for memory work: a window is named after its
+    strongest channel of the lowest rank."""
+    return 2 if counts_page_work(name) else 1 if subsystem == CPU else 0
+
+
+def told_lead(summary: HostWindow, persisted: list[PersistedChannel], named: str) -> tuple[str, str, float] | None:
+    """The (channel, feature, z) an incident named `named` tells first: its strongest channel of that subsystem,
+    memory work last (a fork storm's forks before the pages its children reuse; see counts_page_work)."""
+    candidates = sorted((p for p in persisted if p.subsystem == named),
+                        key=lambda p: counts_page_work(summary.names[p.index]))
+    return (summary.names[candidates[0].index], candidates[0].feature, candidates[0].z) if candidates else None
 
 
 def departure_of(summary: HostWindow, persisted: PersistedChannel) -> float:

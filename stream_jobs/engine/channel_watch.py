@@ -227,8 +227,10 @@ class ChannelWatch:
 
     def __init__(self, event_floor: np.ndarray, settings: WatchSettings = WatchSettings(),
                  secondary: np.ndarray | None = None, rising_only: np.ndarray | None = None,
-                 calibration: Calibration = Calibration()):
+                 calibration: Calibration = Calibration(), guards: np.ndarray | None = None):
         self.event_floor = np.asarray(event_floor, dtype=np.float64)
+        self.guards = np.full((len(self.event_floor), 0), -1, dtype=np.int64) if guards is None else \
+            np.asarray(guards, dtype=np.int64).reshape(len(self.event_floor), -1)
         self.settings = settings
         self.calibration = calibration
         self.timing = WatchTiming.of(settings, calibration.stride_s, calibration.window_s)
@@ -300,6 +302,15 @@ class ChannelWatch:
         same_side = np.sign(inner_departure) == np.sign(departure)
         return np.isnan(inner) | (same_side & self._departing(inner_departure))
 
+    def _guarded(self, departing: np.ndarray) -> np.ndarray:
+        """True for columns whose guard columns depart in the same window: what they measure is only defined while
+        their guards stay within their bands (a residual from a line whose representative left the range the line
+        was fitted on says nothing of its own channel)."""
+        if self.guards.shape[1] == 0:
+            return np.zeros(len(departing), dtype=bool)
+        padded = np.append(departing, False)
+        return padded[self.guards].any(axis=1)
+
     def _departing(self, departure: np.ndarray) -> np.ndarray:
         """Columns out by their threshold: above, or below unless they count only when they rise."""
         return (departure >= self.threshold) | (departure <= -self.falling_threshold)
@@ -320,6 +331,7 @@ class ChannelWatch:
         self.last_observed = np.asarray(values, dtype=np.float64)
         departure = self.bands.departure(values)
         departing = self._departing(departure)
+        departing &= ~self._guarded(departing)
         self.streak = np.where(departing, self.streak + 1, 0)
         self.out_share += self._share_step * (departing - self.out_share)
         persisted = self.streak >= self.timing.persist

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
+from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS, counts_page_work
 from stream_jobs.engine.attribution import (Contribution, claim, dominant_subsystem, ranked_contributions,
                                             subsystem_vote)
 from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
@@ -118,10 +118,10 @@ class HostPipeline(WatchedColumns):
         self.watch = self._new_watch(self._event_floors())
 
     def _new_watch(self, floors: np.ndarray, secondary: np.ndarray | None = None,
-                   rising_only: np.ndarray | None = None) -> ChannelWatch:
+                   rising_only: np.ndarray | None = None, guards: np.ndarray | None = None) -> ChannelWatch:
         """A channel watch calibrated to this pipeline's promise, stride and window."""
         calibration = Calibration(self.settings.risk, self.settings.stride_s, self.settings.window_s)
-        return ChannelWatch(floors, self.settings.watch, secondary, rising_only, calibration)
+        return ChannelWatch(floors, self.settings.watch, secondary, rising_only, calibration, guards)
 
     @property
     def _min_step_s(self) -> float:
@@ -183,8 +183,10 @@ class HostPipeline(WatchedColumns):
             self.ranked_channels(watched) if flagged else ())
 
     def _lead(self, evidence: tuple[Contribution, ...], subsystem: str) -> Contribution:
-        """The strongest evidence of the subsystem the window is named after (else the first): what its claim tells."""
-        return next((e for e in evidence if self.subsystem_of.get(e.channel) == subsystem), evidence[0])
+        """The strongest evidence of the subsystem the window is named after, memory work last (see
+        counts_page_work), else the first: what its claim tells."""
+        named = [e for e in evidence if self.subsystem_of.get(e.channel) == subsystem]
+        return next((e for e in named if not counts_page_work(e.channel)), named[0] if named else evidence[0])
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
         """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""
@@ -197,8 +199,11 @@ class HostPipeline(WatchedColumns):
 
     def _subsystem(self, watched: WatchVerdict) -> str:
         """The persisted channels' subsystem, each weighing log(1 + its departure): one far out outweighs one just out,
-        not many."""
-        return subsystem_vote(self._column_subsystems(), watched.persisted, watched.departure)
+        not many. Memory work (see counts_page_work) votes only when nothing else persisted: it moves with whatever
+        runs."""
+        others = watched.persisted & ~self._page_work_columns
+        return subsystem_vote(self._column_subsystems(), others if others.any() else watched.persisted,
+                              watched.departure)
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray,
                learn: bool = True) -> WindowVerdict:
@@ -243,7 +248,8 @@ class HostPipeline(WatchedColumns):
             return 0
         old_columns = {(previous.watched_name(i), previous.watched_feature(i)): i
                        for i in range(len(previous.watch.event_floor))}
-        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns())
+        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns(),
+                                     self._residual_guards())
         columns = [(self.signal_names[i % len(self.signal_names)], "mean" if i < len(self.signal_names) else "std")
                    for i in range(2 * len(self.signal_names))]
         source = np.array([old_columns.get(column, -1) for column in columns], dtype=np.int64)
@@ -286,7 +292,8 @@ class HostPipeline(WatchedColumns):
         for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
             baseline[row] = self._watched(signal, self._warmup_means[row])
         baseline[:, :len(self.signal_names)] = np.vstack(self._warmup_means)
-        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns())
+        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns(),
+                                     self._residual_guards())
         self.watch.fit(baseline, self.settings.baseline_trim)
 
     def _ratio_floors(self, baseline_means: np.ndarray) -> np.ndarray:
@@ -377,7 +384,8 @@ class HostPipeline(WatchedColumns):
         self.steady = np.isin(np.arange(len(self.signal_names)), state.get("steady", []))
         self.ratio_floors = np.asarray(state.get("ratio_floors", np.zeros(len(self.signal_names))), dtype=np.float64)
         self.signal_levels = np.asarray(state.get("signal_levels", np.zeros(len(self.signal_names))), np.float64)
-        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns())
+        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns(),
+                                     self._residual_guards())
         self.watch.restore(ChannelBands.from_json(state["model"]))
         self.windows_seen = state["windows_seen"]
         self.restored_through_ns = state.get("through_ns")

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from schemas.channels import AGENT_PREFIX, MEM_TOTAL
+from schemas.channels import AGENT_PREFIX, MEM_TOTAL, counts_page_work
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict, event_floor
 
 # A window's confirming statistic is the median of its parts' (see WatchedColumns._inner).
@@ -88,6 +88,19 @@ class WatchedColumns:
         index = np.arange(2 * signals + 2 * residuals)
         return ((index >= signals) & (index < 2 * signals)) | (index >= 2 * signals + residuals)
 
+    def _residual_guards(self) -> np.ndarray:
+        """For every watched column, the columns that void its departure (-1: none): a residual's and its spread's
+        are their representative's mean and spread. A line fitted on the baseline holds over the range its
+        representative covered there; once the representative leaves its band, the residual only repeats that
+        departure (a CPU burner lifts busy time, and context switches that do not follow are no news of their own)."""
+        signals, residuals = len(self.signal_names), len(self.residuals)
+        guards = np.full((2 * signals + 2 * residuals, 2), -1, dtype=np.int64)
+        representative = np.asarray(self.residuals.representative, dtype=np.int64)
+        for offset in (2 * signals, 2 * signals + residuals):
+            guards[offset:offset + residuals, 0] = representative
+            guards[offset:offset + residuals, 1] = signals + representative
+        return guards
+
     def signal_departures(self, watched: WatchVerdict) -> np.ndarray:
         """Each signal's departure: its watched columns' furthest, with its sign."""
         departures = np.zeros(len(self.signal_names))
@@ -105,6 +118,12 @@ class WatchedColumns:
         """The subsystem of every watched column's signal."""
         subsystems = np.array([self.subsystem_of[name] for name in self.signal_names], dtype=object)
         return subsystems[self._column_owners(len(self.watch.event_floor))]
+
+    @property
+    def _page_work_columns(self) -> np.ndarray:
+        """True for the watched columns of channels that count memory work (see counts_page_work)."""
+        work = np.array([counts_page_work(name) for name in self.signal_names], dtype=bool)
+        return work[self._column_owners(len(self.watch.event_floor))]
 
     def _column_owners(self, columns: int) -> np.ndarray:
         """The signal each of the `columns` watched columns belongs to: every signal twice (mean, spread), then

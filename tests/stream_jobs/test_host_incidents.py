@@ -7,7 +7,7 @@ import numpy as np
 from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.host_incidents import (JOIN_WITHIN_WINDOWS, SHARED_WITHIN_WINDOWS, STRONG_DEPARTURE, began_together,
                                         cause_key, causes_strongest_first, departing_channels, departure_of,
-                                        departure_onset, named_subsystem, own_departures, recent_lead,
+                                        departure_onset, named_subsystem, own_departures, recent_lead, told_lead,
                                         windows_to_open)
 
 NAMES = ("cpu.busy", "mem.dirty", "disk.busy")
@@ -60,7 +60,20 @@ def test_causes_are_told_strongest_first_each_with_its_channels_furthest_first()
 
 
 def test_cpu_time_that_moves_with_another_subsystem_is_told_under_the_other():
-    assert named_subsystem([CPU, MEMORY]) == "memory" and named_subsystem([CPU]) == "cpu"
+    window = summary([4.0, 3.0, 0.0], (CPU, MEMORY))
+    assert named_subsystem(window, [CPU, MEMORY]) == "memory" and named_subsystem(window, [CPU]) == "cpu"
+
+
+def test_memory_work_is_told_under_what_moves_with_it_and_under_memory_alone():
+    names = ("vm.pgreuse", "cpu.forks", "mem.Committed_AS")
+    reuse, forks, held = (PersistedChannel(0, 9e4, "memory", "mean", 9e3), PersistedChannel(1, 8e3, "cpu", "mean", 370.0),
+                          PersistedChannel(2, 50.0, "memory", "mean", 40.0))
+    window = HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                        np.array([9e3, 370.0, 40.0]), (reuse, forks, held))
+    assert named_subsystem(window, [reuse, forks]) == "cpu"
+    assert named_subsystem(window, [reuse, forks, held]) == "memory"
+    assert named_subsystem(window, [reuse]) == "memory"
+    assert told_lead(window, [reuse, forks, held], "memory") == ("mem.Committed_AS", "mean", 50.0)
 
 
 def test_a_new_cause_joins_the_incident_that_began_last_if_it_began_a_few_windows_before():

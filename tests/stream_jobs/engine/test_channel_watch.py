@@ -133,6 +133,16 @@ def test_a_spread_that_falls_is_not_a_departure():
     assert any(watch.judge(np.array([30.0])).flagged for _ in range(10))
 
 
+def test_a_column_whose_guard_departs_does_not_depart_with_it_but_does_on_its_own():
+    rng = np.random.default_rng(5)
+    watch = ChannelWatch(np.zeros(2), guards=np.array([[-1], [0]]),
+                         calibration=Calibration(1.0, 1.0, 1.0)).fit(rng.normal(10.0, 1.0, (2000, 2)))
+    both = [watch.judge(np.array([40.0, 40.0])) for _ in range(6)]
+    assert both[-1].persisted.tolist() == [True, False]
+    alone = [watch.judge(np.array([10.0, 40.0])) for _ in range(6)]
+    assert alone[-1].persisted.tolist() == [False, True]
+
+
 @pytest.mark.parametrize("stride_s", [0.5, 1.0, 2.0, 300.0])
 def test_durations_are_seconds_at_any_stride(stride_s):
     timing = WatchTiming.of(WatchSettings(persist_s=4.0, adopt_after_s=600.0), stride_s)

@@ -1,6 +1,8 @@
 """One host's pipeline over synthetic frames: a step is flagged and attributed to its channel, a clean run stays
 quiet, static channels take no part, a replay equals the live run, hosts refit at their own phase, and a window's
-claim tells of a channel of the subsystem it is named after."""
+claim tells of a channel of the subsystem it is named after, memory work moving with a fork storm names CPU while
+held memory names memory, and a pruned channel that only fails to follow its representative's fault is not told
+of."""
 
 import numpy as np
 
@@ -90,3 +92,54 @@ def test_a_window_claim_tells_of_a_channel_of_the_subsystem_the_window_is_named_
     assert flagged and {v.subsystem for v in flagged} == {"cpu"}, {v.subsystem for v in flagged}
     assert "mem.used" in {e.channel for v in flagged for e in v.evidence}, "the memory step is evidence too"
     assert all(v.claim.startswith("cpu.busy.") for v in flagged), [v.claim for v in flagged][:3]
+
+
+def stepped_run(table: ChannelTable, values_at, seconds: float = 260.0, seed: int = 6) -> list:
+    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    rng = np.random.default_rng(seed)
+    verdicts = []
+    for s in np.arange(0.0, seconds, 0.1):
+        verdicts += pipeline.push(T0 + int(s * 1e9), np.asarray(values_at(s, rng), dtype=np.float64))
+    return [v for v in verdicts if v.anomalous and v.start_ns >= T0 + 200 * 10**9]
+
+
+def test_memory_work_that_moves_with_a_fork_storm_names_cpu_and_held_memory_names_memory():
+    names = ("cpu.forks", "cpu.busy.cpu0", "vm.pgreuse", "vm.pgfault", "mem.used")
+    table = ChannelTable(names, ("counter", "gauge", "counter", "counter", "gauge"),
+                         ("cpu", "cpu", "memory", "memory", "memory"))
+    totals = np.zeros(4)
+
+    def storm(s, rng):
+        rates = np.array([5.0, 0.0, 0.0, 500.0]) + (np.array([1000.0, 0.0, 15000.0, 40000.0]) if s >= 200 else 0)
+        totals[:] += rng.poisson(rates * 0.1)
+        return [totals[0], 30 + rng.normal(0, 2) + (40 if s >= 200 else 0), totals[2], totals[3], 4e9]
+
+    forks = stepped_run(table, storm)
+    assert forks and {v.subsystem for v in forks} == {"cpu"}, {v.subsystem for v in forks}
+    assert all(v.claim.startswith("cpu.") for v in forks), [v.claim for v in forks][:3]
+    totals[:] = 0
+
+    def allocation(s, rng):
+        rates = np.array([5.0, 0.0, 0.0, 500.0]) + (np.array([0.0, 0.0, 0.0, 40000.0]) if s >= 200 else 0)
+        totals[:] += rng.poisson(rates * 0.1)
+        return [totals[0], 30 + rng.normal(0, 2), totals[2], totals[3], 4e9 + rng.normal(0, 1e6) + (2e9 if s >= 200 else 0)]
+
+    held = stepped_run(table, allocation)
+    assert held and {v.subsystem for v in held} == {"memory"}, {v.subsystem for v in held}
+    assert all(v.claim.startswith("mem.used") for v in held), [v.claim for v in held][:3]
+
+
+def test_a_pruned_channel_that_does_not_follow_its_representatives_fault_is_not_told_of():
+    names = ("cpu.busy.cpu0", "cpu.context_switches", "mem.used")
+    table = ChannelTable(names, ("gauge", "gauge", "gauge"), ("cpu", "cpu", "memory"))
+
+    def burner(s, rng):
+        load = 20 + rng.normal(0, 3)
+        busy, switches = load + rng.normal(0, 0.3), 50 * load + rng.normal(0, 15)
+        return [busy + (70 if s >= 200 else 0), switches, 4e9 + rng.normal(0, 1e6)]
+
+    flagged = stepped_run(table, burner)
+    features = {(e.channel, e.feature) for v in flagged for e in v.evidence}
+    assert flagged and ("cpu.busy.cpu0", "mean") in features, features
+    assert not any(feature.startswith("residual") for _, feature in features), features
+    assert all(v.claim.startswith("cpu.busy.cpu0") for v in flagged), [v.claim for v in flagged][:3]
