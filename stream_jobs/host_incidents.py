@@ -92,8 +92,11 @@ def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
 def named_subsystem(summary: HostWindow, persisted: list[PersistedChannel]) -> str:
     """The subsystem a window's channels (strongest first) are told under: the strongest channel's, but CPU channels
     that move with another subsystem's are that subsystem's work (see IncidentTracker's naming), and memory work
-    (see counts_page_work) is the work of whatever moves with it."""
-    return min(persisted, key=lambda p: naming_rank(summary.names[p.index], p.subsystem)).subsystem
+    (see counts_page_work) is the work of whatever moves with it: of the host's other channels in the window, when
+    the channels given are memory work alone."""
+    rank = lambda p: naming_rank(summary.names[p.index], p.subsystem)  # noqa: E731
+    pool = persisted if any(rank(p) < 2 for p in persisted) else [*persisted, *summary.persisted]
+    return min(pool, key=rank).subsystem
 
 
 def naming_rank(name: str, subsystem: str) -> int:

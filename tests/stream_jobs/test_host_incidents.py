@@ -72,7 +72,10 @@ def test_memory_work_is_told_under_what_moves_with_it_and_under_memory_alone():
                         np.array([9e3, 370.0, 40.0]), (reuse, forks, held))
     assert named_subsystem(window, [reuse, forks]) == "cpu"
     assert named_subsystem(window, [reuse, forks, held]) == "memory"
-    assert named_subsystem(window, [reuse]) == "memory"
+    storm, alone = (HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                               np.array([9e3, 370.0, 0.0]), persisted) for persisted in ((reuse, forks), (reuse,)))
+    assert named_subsystem(storm, [reuse]) == "cpu", "the forks of the same window are what it is the work of"
+    assert named_subsystem(alone, [reuse]) == "memory"
     assert told_lead(window, [reuse, forks, held], "memory") == ("mem.Committed_AS", "mean", 50.0)
 
 
