@@ -23,7 +23,8 @@ class WatchedColumns:
         """Each signal's smallest meaningful band width (counters: a few events per window, memory levels: the
         watch's byte floor or its share of the host's memory, counters of time busy in the baseline: its core floor
         (one that never moved, such as CFS throttling, stays an event count), gauges that count things: its count
-        floor or the square root of their level, shares in percent: its percent floor, traffic counters in bytes or
+        floor or `min_limit` times the square root of their level (a count's natural spread, the least a limit allows
+        of any noise), shares in percent: its percent floor, traffic counters in bytes or
         packets: a rate a link carries without anyone noticing); the agent's own metrics get an infinite one, so they
         are never judged."""
         floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
@@ -37,7 +38,8 @@ class WatchedColumns:
             core_floor = self.settings.watch.core_floor / seconds_per_unit
         floors = np.where(busy_time, np.fmax(floors, core_floor), floors)
         counts = self.counted & (bytes_per_unit == 0)
-        count_floor = np.fmax(self.settings.watch.count_floor, np.sqrt(np.abs(self.signal_levels)))
+        natural_spread = np.sqrt(np.abs(self.signal_levels))
+        count_floor = np.fmax(self.settings.watch.count_floor, self.settings.watch.min_limit * natural_spread)
         floors = np.where(counts, np.fmax(floors, count_floor), floors)
         percent = np.concatenate([self.channels.percent, np.zeros(len(self.specs), dtype=bool)])
         floors = np.where(percent, np.fmax(floors, self.settings.watch.percent_floor), floors)

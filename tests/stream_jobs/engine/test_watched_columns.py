@@ -90,11 +90,15 @@ def test_a_count_of_sockets_moving_by_one_is_not_an_event_but_twenty_more_are():
 
 
 def test_a_count_moves_by_its_natural_spread_before_it_counts():
-    """Of seventy sockets that never moved in the baseline, four more are within a count's √70 spread; forty are not."""
+    """Of seventy sockets that never moved in the baseline, four more (or twelve) are within twice a count's √70
+    spread; forty are not. Of four connections, two closing is a count's spread too."""
     def sockets(extra):
         return lambda t, rng: [70 + (extra if t >= 200 else 0), 1000.0 * t]
     names, kinds = ("sock.sockets_used", "net.tx_packets"), ("gauge", "counter")
     assert not any(v.anomalous for v in _judge_steps(names, kinds, sockets(4)))
+    assert not any(v.anomalous for v in _judge_steps(names, kinds, sockets(12)))
+    assert not any(v.anomalous for v in _judge_steps(("snmp.Tcp.CurrEstab", "net.tx_packets"), kinds,
+                                                      lambda t, rng: [4 - (2 if t >= 200 else 0), 1000.0 * t]))
     more = [v for v in _judge_steps(names, kinds, sockets(40)) if v.anomalous]
     assert more and more[0].evidence[0].channel == "sock.sockets_used"
 
