@@ -1,7 +1,7 @@
 """`reveal bench host-faults`: Reveal embedded on this host, judged on faults made by hand and on a long clean stretch.
 
-`reveal run` learns this host's baseline (from a cold start when it is short), then four faults are made one after
-another, each for `fault_s`: a CPU burner (one busy process per core), a burst of `dd` writes synced to disk, a 2 GiB
+`reveal run` learns this host's baseline (from a cold start when it is short); once the run's own state says it is
+learned (a slow start never puts a fault inside the baseline), four faults are made one after another, each for `fault_s`: a CPU burner (one busy process per core), a burst of `dd` writes synced to disk, a 2 GiB
 allocation touched page by page and a fork storm. Then the host is left alone for `clean_s`, while, as an operator
 would, the live page may stay open in headless Chromium and `reveal sql` and `reveal report` may be pointed at the
 run every `visit_every_s`. Afterwards the alerts stored in the run's embedded ClickHouse are judged: a fault is found
@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -34,6 +35,8 @@ ALLOCATION_BYTES = 2 << 30
 # the seconds before the fault from their mean (or its spread grew as many times)
 MOVED_BY_SIGMA = 3.0
 BEFORE_FAULT_S = 30.0
+# What `reveal run` may take to start and learn beyond its plan (a busy host imports slowly)
+STARTUP_ALLOWANCE_S = 300.0
 _NAMED_CHANNEL = re.compile(r"; (\S+) \S+ z=[+-]")
 
 
@@ -105,32 +108,42 @@ class BenchPlan:
         faults = len(FAULTS) * (self.fault_s + self.gap_s) if self.faults else 0.0
         return self.settle_s + self.baseline_s + faults + self.clean_s + 15
 
+    def run_limit_s(self) -> float:
+        """How long `reveal run` may run at most: the plan, and time for it to start (the bench stops it when the
+        clean stretch ends)."""
+        return self.duration_s() + STARTUP_ALLOWANCE_S
+
 
 def run_bench(plan: BenchPlan, data_dir: Path | None, progress: Callable[[str], None] = print) -> dict:
     """Run `reveal run`, make the faults, leave the host alone (visited as planned), and judge the stored alerts."""
     folder = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="reveal-host-faults-"))
     folder.mkdir(parents=True, exist_ok=True)
-    duration = plan.duration_s()
-    progress(f"host-faults: reveal run for {duration:.0f} s (baseline {plan.baseline_s:.0f} s, then "
+    progress(f"host-faults: reveal run for about {plan.duration_s():.0f} s (baseline {plan.baseline_s:.0f} s, then "
              f"{len(FAULTS) if plan.faults else 0} faults of {plan.fault_s:.0f} s, then {plan.clean_s:.0f} s clean), "
              f"data in {folder}")
-    runner = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--duration", f"{duration:.0f}",
+    (folder / "data" / "live.json").unlink(missing_ok=True)
+    runner = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--duration", f"{plan.run_limit_s():.0f}",
                                "--data-dir", str(folder / "data"), "--settle", f"{plan.settle_s:g}", "--quiet",
                                "--warmup-windows", str(max(10, int(plan.baseline_s) - 3)), "--host", "bench-host",
                                "--cluster", "host-faults", "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
     started_ns, browser = time.time_ns(), None
     try:
-        browser = _open_page(plan.browser, folder, progress) if plan.browser else None
-        judged_from_ns = started_ns + round((plan.settle_s + plan.baseline_s + 5) * NS_PER_S)
+        url = _announced_url(folder, runner)
+        browser = _open_page(plan.browser, url, folder, progress) if plan.browser else None
+        learned_ns = _wait_until_learned(url, runner, plan.run_limit_s())
+        progress(f"host-faults: baseline learned {(learned_ns - started_ns) / NS_PER_S:.0f} s after the start")
+        judged_from_ns = learned_ns + round(5 * NS_PER_S)
         _sleep_until(judged_from_ns)
         faults = [_make_fault(name, subsystem, command(folder), plan.fault_s, plan.gap_s, progress)
                   for name, subsystem, command in FAULTS] if plan.faults else []
         progress(f"host-faults: {plan.clean_s:.0f} s of clean running"
                  + (f", reveal sql and reveal report every {plan.visit_every_s:g} s" if plan.visit_every_s else ""))
-        visits = _visit_until_done(runner, folder, plan.visit_every_s)
+        visits = _visit_until(runner, folder, plan.visit_every_s, time.time_ns() + round(plan.clean_s * NS_PER_S))
+        runner.terminate()
+        runner.wait()
         if runner.returncode != 0:
-            raise RuntimeError(f"reveal run failed: {runner.stderr.read().strip()[-500:]}")
+            raise RuntimeError(f"reveal run failed: {_stderr_tail(runner)}")
     finally:
         _stop(runner, browser)
         (folder / "reveal-bench-dd").unlink(missing_ok=True)
@@ -141,13 +154,41 @@ def run_bench(plan: BenchPlan, data_dir: Path | None, progress: Callable[[str], 
     return result
 
 
-def _open_page(browser: str, folder: Path, progress: Callable[[str], None]) -> subprocess.Popen:
-    """Headless Chromium on the run's live page, kept open (it polls as an operator's browser does)."""
+def _announced_url(folder: Path, runner: subprocess.Popen) -> str:
+    """The address the run serves its live page and state on, once it has announced it."""
     announced = folder / "data" / "live.json"
-    deadline = time.monotonic() + 120
-    while not announced.exists() and time.monotonic() < deadline:
+    deadline = time.monotonic() + STARTUP_ALLOWANCE_S
+    while not announced.exists():
+        if runner.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"reveal run did not start: {_stderr_tail(runner)}")
         time.sleep(0.5)
-    url = json.loads(announced.read_text())["url"]
+    return json.loads(announced.read_text())["url"]
+
+
+def _wait_until_learned(url: str, runner: subprocess.Popen, limit_s: float) -> int:
+    """When (epoch ns) the run's host has learned its baseline, read from the run's own state every second: faults
+    made while it still learns would be learned as normal."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline and runner.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{url}/api/state", timeout=5) as response:
+                hosts = json.load(response).get("hosts", [])
+        except (OSError, ValueError):
+            hosts = []
+        if hosts and all(host["windows"] > 0 and not host["learning"] for host in hosts):
+            return time.time_ns()
+        time.sleep(1.0)
+    raise RuntimeError("reveal run never finished learning its baseline"
+                       + (f": {_stderr_tail(runner)}" if runner.poll() is not None else ""))
+
+
+def _stderr_tail(runner: subprocess.Popen) -> str:
+    """The last of what the run wrote to its error stream, once it has ended."""
+    return runner.stderr.read().strip()[-500:] if runner.stderr is not None else ""
+
+
+def _open_page(browser: str, url: str, folder: Path, progress: Callable[[str], None]) -> subprocess.Popen:
+    """Headless Chromium on the run's live page, kept open (it polls as an operator's browser does)."""
     progress(f"host-faults: live page {url} open in {browser}")
     return subprocess.Popen([browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                              "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -155,15 +196,16 @@ def _open_page(browser: str, folder: Path, progress: Callable[[str], None]) -> s
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
-def _visit_until_done(runner: subprocess.Popen, folder: Path, every_s: float) -> int:
-    """Point `reveal sql` and `reveal report` at the run every `every_s` until it ends; how many times."""
+def _visit_until(runner: subprocess.Popen, folder: Path, every_s: float, until_ns: int) -> int:
+    """Point `reveal sql` and `reveal report` at the run every `every_s` (if at all) until `until_ns` or its end;
+    how many times."""
     visits = 0
-    while runner.poll() is None:
+    while runner.poll() is None and time.time_ns() < until_ns:
         if not every_s:
-            runner.wait()
+            _sleep_until(until_ns)
             break
-        time.sleep(every_s)
-        if runner.poll() is not None:
+        _sleep_until(min(until_ns, time.time_ns() + round(every_s * NS_PER_S)))
+        if runner.poll() is not None or time.time_ns() >= until_ns:
             break
         for command in (["sql", "--query", "open-incidents"], ["report", "--out", str(folder / "report.html")]):
             subprocess.run([sys.executable, "-m", "reveal", command[0], "--data-dir", str(folder / "data"),

@@ -1,13 +1,20 @@
 """The host-faults bench's judgement of stored alerts in chDB: each fault found by the first alert that opens within it
 or its grace period, every other alert after the baseline a false one; its printed table; and the faults' commands."""
 
+import json
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from reveal.bench.host_faults import (ALLOCATION_BYTES, NS_PER_S, BenchPlan, HandFault, allocation_command,
                                       channel_moved, claimed_channel, dd_command, fork_storm_command, judge,
-                                      print_result)
+                                      print_result, _wait_until_learned)
 from schemas.records import Alert
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.rows import alert_row
@@ -83,3 +90,34 @@ def test_a_plan_without_faults_lasts_its_baseline_and_clean_time_and_the_fork_st
     assert BenchPlan(baseline_s=30, clean_s=1800, faults=False).duration_s() == 20 + 30 + 1800 + 15
     assert BenchPlan(baseline_s=30, fault_s=10, gap_s=20, clean_s=60).duration_s() == 20 + 30 + 4 * 30 + 60 + 15
     assert "while true; do /bin/true; done" in fork_storm_command()[-1]
+
+
+def test_faults_wait_until_the_run_reports_its_baseline_learned_however_long_it_took_to_start():
+    """The run's own state says when it learned; the bench does not guess from its start (a slow start would put the
+    first fault inside the baseline, learned as normal)."""
+    states = iter([{"hosts": []}] * 2 + [{"hosts": [{"windows": 3, "learning": "learning this host's first baseline"}]}]
+                  + [{"hosts": [{"windows": 40, "learning": ""}]}] * 10)
+
+    class State(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(next(states)).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), State)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    runner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        before = time.time_ns()
+        learned = _wait_until_learned(f"http://127.0.0.1:{server.server_address[1]}", runner, 30)
+        assert learned - before >= 3 * NS_PER_S, "three answers said it was still learning"
+    finally:
+        runner.kill()
+        server.shutdown()
+    with pytest.raises(RuntimeError, match="never finished learning"):
+        _wait_until_learned("http://127.0.0.1:9", runner, 5)
