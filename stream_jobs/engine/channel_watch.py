@@ -397,16 +397,3 @@ class ChannelWatch:
         """The longest current run of departing windows among the columns."""
         return int(self.streak.max(initial=0))
 
-
-def counts_things(signal: np.ndarray, gauges: np.ndarray) -> np.ndarray:
-    """True for the gauges whose every baseline sample (rows of `signal`) is a whole number: a count of things, which
-    moves by one thing at a time, so that a change of one or two is the gauge's resolution, not an effect."""
-    with np.errstate(invalid="ignore"):
-        whole = np.where(np.isfinite(signal), signal == np.round(signal), True).all(axis=0)
-    return whole & np.isfinite(signal).any(axis=0) & np.asarray(gauges, dtype=bool)
-
-
-def event_floor(cumulative: np.ndarray, window_s: float, min_events: float) -> np.ndarray:
-    """The smallest meaningful change per channel: `min_events` per window, as a rate, for counters (whose signal
-    is a rate per second); none for gauges, whose floors come from their units."""
-    return np.where(np.asarray(cumulative, dtype=bool), min_events / window_s, 0.0)

@@ -10,11 +10,9 @@ from dataclasses import replace
 import numpy as np
 
 from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS, counts_page_work
-from stream_jobs.engine.attribution import (Contribution, claim, dominant_subsystem, ranked_contributions,
-                                            subsystem_vote)
+from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
 from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
-from stream_jobs.engine.channel_watch import (ChannelBands, ChannelWatch, WatchTiming, WatchVerdict, counts_things,
-                                              event_floor)
+from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchTiming, WatchVerdict
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import standard_detectors
@@ -25,7 +23,8 @@ from stream_jobs.engine.residuals import Residuals
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.engine.verdicts import WindowContext, WindowVerdict, window_context
-from stream_jobs.engine.watched_columns import WatchedColumns, column_means, column_medians, moves_every_step
+from stream_jobs.engine.watched_columns import (WatchedColumns, column_means, column_medians, counts_things, event_floor,
+                                               moves_every_step)
 from stream_jobs.engine.windows import Window, WindowAssembler
 
 # A rate is taken over a step of at least this share of the sampling interval (see derived.step_seconds)
@@ -196,14 +195,6 @@ class HostPipeline(WatchedColumns):
         return tuple(Contribution(self.watched_name(i), self.watched_feature(i), float(observed[i]),
                                   float(bands.median[i]), float(bands.sigma[i]), float(watched.z[i]),
                                   self.watched_reference(i)) for i in order if magnitude[i] >= 0)
-
-    def _subsystem(self, watched: WatchVerdict) -> str:
-        """The persisted channels' subsystem, each weighing log(1 + its departure): one far out outweighs one just out,
-        not many. Memory work (see counts_page_work) votes only when nothing else persisted: it moves with whatever
-        runs."""
-        others = watched.persisted & ~self._page_work_columns
-        return subsystem_vote(self._column_subsystems(), others if others.any() else watched.persisted,
-                              watched.departure)
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray,
                learn: bool = True) -> WindowVerdict:

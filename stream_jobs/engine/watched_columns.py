@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 
 from schemas.channels import AGENT_PREFIX, MEM_TOTAL, counts_page_work
-from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict, event_floor
+from stream_jobs.engine.attribution import subsystem_vote
+from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict
 
 # A window's confirming statistic is the median of its parts' (see WatchedColumns._inner).
 CONFIRMING_PARTS = 3
@@ -116,6 +117,14 @@ class WatchedColumns:
         return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-np.abs(self.signal_departures(watched)),
                                                                              kind="stable")])
 
+    def _subsystem(self, watched: WatchVerdict) -> str:
+        """The persisted channels' subsystem, each weighing log(1 + its departure): one far out outweighs one just out,
+        not many. Memory work (see counts_page_work) votes only when nothing else persisted: it moves with whatever
+        runs."""
+        others = watched.persisted & ~self._page_work_columns
+        return subsystem_vote(self._column_subsystems(), others if others.any() else watched.persisted,
+                              watched.departure)
+
     def _column_subsystems(self) -> np.ndarray:
         """The subsystem of every watched column's signal."""
         subsystems = np.array([self.subsystem_of[name] for name in self.signal_names], dtype=object)
@@ -214,3 +223,17 @@ def moves_every_step(signals: np.ndarray, share: float = 0.9) -> np.ndarray:
     if signals.shape[0] == 0:
         return np.zeros(signals.shape[1], dtype=bool)
     return (np.isfinite(signals) & (signals != 0)).mean(axis=0) >= share
+
+
+def counts_things(signal: np.ndarray, gauges: np.ndarray) -> np.ndarray:
+    """True for the gauges whose every baseline sample (rows of `signal`) is a whole number: a count of things, which
+    moves by one thing at a time, so that a change of one or two is the gauge's resolution, not an effect."""
+    with np.errstate(invalid="ignore"):
+        whole = np.where(np.isfinite(signal), signal == np.round(signal), True).all(axis=0)
+    return whole & np.isfinite(signal).any(axis=0) & np.asarray(gauges, dtype=bool)
+
+
+def event_floor(cumulative: np.ndarray, window_s: float, min_events: float) -> np.ndarray:
+    """The smallest meaningful change per channel: `min_events` per window, as a rate, for counters (whose signal
+    is a rate per second); none for gauges, whose floors come from their units."""
+    return np.where(np.asarray(cumulative, dtype=bool), min_events / window_s, 0.0)
