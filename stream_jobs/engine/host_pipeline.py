@@ -43,6 +43,7 @@ class HostPipeline(WatchedColumns):
         self.signal_names = channels.names + tuple(s.name for s in self.specs)
         self.signal_kinds = channels.kinds + ("derived",) * len(self.specs)
         self.subsystem_of = dict(zip(self.signal_names, channels.subsystems + tuple(s.subsystem for s in self.specs)))
+        self.page_work = np.array([counts_page_work(name) for name in self.signal_names], dtype=bool)
         self.full_layout = feature_layout(self.signal_names, self.signal_kinds)
         self.selection: Selection | None = None
         self.layout: FeatureLayout | None = None

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from schemas.channels import AGENT_PREFIX, MEM_TOTAL, counts_page_work
+from schemas.channels import AGENT_PREFIX, MEM_TOTAL
 from stream_jobs.engine.attribution import subsystem_vote
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict
 
@@ -133,8 +133,7 @@ class WatchedColumns:
     @property
     def _page_work_columns(self) -> np.ndarray:
         """True for the watched columns of channels that count memory work (see counts_page_work)."""
-        work = np.array([counts_page_work(name) for name in self.signal_names], dtype=bool)
-        return work[self._column_owners(len(self.watch.event_floor))]
+        return self.page_work[self._column_owners(len(self.watch.event_floor))]
 
     def _column_owners(self, columns: int) -> np.ndarray:
         """The signal each of the `columns` watched columns belongs to: every signal twice (mean, spread), then
