@@ -22,6 +22,11 @@ log = logging.getLogger(__name__)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 RETAINED_TABLES = ("frames", "windows")
+# Reveal stores a small part per table about every second, and merges retire them as fast. ClickHouse's cleanup backs
+# off to 300 s while it finds little to do, and then removes hundreds of retired parts at once on a pool of up to 128
+# new threads: a step of a gigabyte of committed memory (their stacks) and a burst of file deletions on the host
+# Reveal watches. Cleaning every few seconds removes a few parts at a time, steadily, as part of the run's baseline.
+STEADY_CLEANUP = "cleanup_delay_period = 1, cleanup_delay_period_random_add = 1, max_cleanup_delay_period = 5"
 # Tables written as RowBinary built here rather than through clickhouse-connect's per-value column writers.
 ROW_BINARY_TABLES = {"frames": frame_rows_binary}
 
@@ -110,6 +115,8 @@ class ClickHouseWriter:
         self.command(f"CREATE DATABASE IF NOT EXISTS {self.database}")
         for statement in create_statements(self.database):
             self.command(statement)
+        for table in COLUMNS:  # tables made by an earlier version are brought to the same settings
+            self.command(f"ALTER TABLE {self.database}.{table} MODIFY SETTING {STEADY_CLEANUP}")
         self.command(f"USE {self.database}")  # the embedded session keeps it
         self.client.database = self.database  # a server client sends it with every query
 

@@ -143,3 +143,33 @@ def test_a_server_stores_an_embedded_run_and_answers_every_retrospective(server_
             reader.query(retrospective.sql, retrospective.bound({k: v for k, v in given.items() if k in needed}))
     finally:
         reader.close()
+
+
+def test_retired_parts_are_removed_within_seconds_not_in_one_burst_minutes_later(chdb_dsn, database):
+    """Each flush stores a part and merges retire them; their files go within seconds, a few at a time, also in a
+    table made before the writer set its cleanup (ClickHouse's own cleanup waits up to 300 s and then removes
+    hundreds at once on a pool of new threads, a load the watched host would see)."""
+    import time
+
+    from sinks.tables import create_statements
+
+    writer = ClickHouseWriter(chdb_dsn, database)
+    writer.command(f"DROP TABLE {database}.windows")
+    writer.command(next(s for s in create_statements(database) if f"{database}.windows" in s.split("(")[0]))
+    writer.close()
+    writer = ClickHouseWriter(chdb_dsn, database)
+    catalog = synthetic_catalog("parts-host")
+    for batch in range(40):
+        writer.add("frames", [frame_row(frame) for frame in synthetic_frames(catalog, T0 + batch * 10**9, 5)])
+        writer.flush()
+    writer.command(f"OPTIMIZE TABLE {database}.frames FINAL")
+    deadline = time.monotonic() + 15
+    retired = -1
+    while time.monotonic() < deadline and retired != 0:
+        time.sleep(0.5)
+        retired = writer.query(f"SELECT count() FROM system.parts WHERE database = '{database}' "
+                               "AND table = 'frames' AND NOT active")[1][0][0]
+    assert retired == 0
+    settings = writer.query("SELECT create_table_query FROM system.tables WHERE database = {d:String} "
+                            "AND name = 'windows'", {"d": database})[1][0][0]
+    assert "max_cleanup_delay_period = 5" in settings
