@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -127,11 +128,13 @@ def run_bench(plan: BenchPlan, data_dir: Path | None, progress: Callable[[str], 
                                "--warmup-windows", str(max(10, int(plan.baseline_s) - 3)), "--host", "bench-host",
                                "--cluster", "host-faults", "--listen", "127.0.0.1:0"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True)
-    started_ns, browser = time.time_ns(), None
+    started_ns, browser, reader = time.time_ns(), None, None
     try:
         url = _announced_url(folder, runner)
         browser = _open_page(plan.browser, url, folder, progress) if plan.browser else None
-        learned_ns = _wait_until_learned(url, runner, plan.run_limit_s())
+        reader = StateReader(url)
+        reader.start()
+        learned_ns = _wait_until_learned(reader, runner, plan.run_limit_s())
         progress(f"host-faults: baseline learned {(learned_ns - started_ns) / NS_PER_S:.0f} s after the start")
         judged_from_ns = learned_ns + round(5 * NS_PER_S)
         _sleep_until(judged_from_ns)
@@ -145,6 +148,8 @@ def run_bench(plan: BenchPlan, data_dir: Path | None, progress: Callable[[str], 
         if runner.returncode != 0:
             raise RuntimeError(f"reveal run failed: {_stderr_tail(runner)}")
     finally:
+        if reader is not None:
+            reader.stop()
         _stop(runner, browser)
         (folder / "reveal-bench-dd").unlink(missing_ok=True)
     result = {**judge(folder / "data", faults, judged_from_ns, plan.grace_s, plan.within_s), "visits": visits,
@@ -165,19 +170,46 @@ def _announced_url(folder: Path, runner: subprocess.Popen) -> str:
     return json.loads(announced.read_text())["url"]
 
 
-def _wait_until_learned(url: str, runner: subprocess.Popen, limit_s: float) -> int:
-    """When (epoch ns) the run's host has learned its baseline, read from the run's own state every second: faults
-    made while it still learns would be learned as normal."""
+class StateReader(threading.Thread):
+    """Reads the run's own state every second for the whole run, as an operator's open page would: the faults wait
+    until it says the baseline is learned, and the reading goes on at the same pace after (a reader that stopped once
+    the baseline was learned would itself change the host's loopback traffic just before the first fault)."""
+
+    def __init__(self, url: str, every_s: float = 1.0):
+        super().__init__(daemon=True)
+        self.url, self.every_s = url, every_s
+        self.learned_ns: int | None = None
+        self.reads = 0
+        self._stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopped.is_set():
+            hosts = self._hosts()
+            if self.learned_ns is None and hosts and all(h["windows"] > 0 and not h["learning"] for h in hosts):
+                self.learned_ns = time.time_ns()
+            self._stopped.wait(self.every_s)
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _hosts(self) -> list[dict]:
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/state", timeout=5) as response:
+                return json.load(response).get("hosts", [])
+        except (OSError, ValueError):
+            return []
+        finally:
+            self.reads += 1
+
+
+def _wait_until_learned(reader: StateReader, runner: subprocess.Popen, limit_s: float) -> int:
+    """When (epoch ns) the run's host has learned its baseline, as its own state said: faults made while it still
+    learns would be learned as normal."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline and runner.poll() is None:
-        try:
-            with urllib.request.urlopen(f"{url}/api/state", timeout=5) as response:
-                hosts = json.load(response).get("hosts", [])
-        except (OSError, ValueError):
-            hosts = []
-        if hosts and all(host["windows"] > 0 and not host["learning"] for host in hosts):
-            return time.time_ns()
-        time.sleep(1.0)
+        if reader.learned_ns is not None:
+            return reader.learned_ns
+        time.sleep(0.2)
     raise RuntimeError("reveal run never finished learning its baseline"
                        + (f": {_stderr_tail(runner)}" if runner.poll() is not None else ""))
 

@@ -14,7 +14,7 @@ import pytest
 
 from reveal.bench.host_faults import (ALLOCATION_BYTES, NS_PER_S, BenchPlan, HandFault, allocation_command,
                                       channel_moved, claimed_channel, dd_command, fork_storm_command, judge,
-                                      print_result, _wait_until_learned)
+                                      print_result, StateReader, _wait_until_learned)
 from schemas.records import Alert
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.rows import alert_row
@@ -112,12 +112,21 @@ def test_faults_wait_until_the_run_reports_its_baseline_learned_however_long_it_
     server = ThreadingHTTPServer(("127.0.0.1", 0), State)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     runner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    reader = StateReader(f"http://127.0.0.1:{server.server_address[1]}", every_s=0.5)
     try:
         before = time.time_ns()
-        learned = _wait_until_learned(f"http://127.0.0.1:{server.server_address[1]}", runner, 30)
-        assert learned - before >= 3 * NS_PER_S, "three answers said it was still learning"
+        reader.start()
+        learned = _wait_until_learned(reader, runner, 30)
+        assert learned - before >= 1.5 * NS_PER_S, "three answers said it was still learning"
+        reads_when_learned = reader.reads
+        time.sleep(2.2)
+        assert reader.reads >= reads_when_learned + 3, "the state is read at the same pace once learned"
     finally:
+        reader.stop()
         runner.kill()
         server.shutdown()
+    silent = StateReader("http://127.0.0.1:9")
+    silent.start()
     with pytest.raises(RuntimeError, match="never finished learning"):
-        _wait_until_learned("http://127.0.0.1:9", runner, 5)
+        _wait_until_learned(silent, runner, 5)
+    silent.stop()
