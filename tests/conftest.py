@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -122,8 +124,53 @@ def store_recorded_run(writer) -> None:
     runner.flush()
 
 
+def session_folder(tmp_path_factory) -> Path:
+    """A folder that every test process of this session shares (test processes side by side each have their own
+    base folder inside the session's)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextmanager
+def held_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path` among this host's processes, held while the block runs."""
+    import fcntl
+
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def recorded_run_rows(writer, folder: Path) -> dict[str, list]:
+    """The rows the embedded runner stores for the recorded run, made once per session by whichever test process
+    needs them first (into `writer`, keeping a copy) and read from that copy by the others."""
+    import pickle
+
+    kept = folder / "recorded-run-rows.pickle"
+    with held_lock(folder / "recorded-run-rows.lock"):
+        if kept.exists():
+            return pickle.loads(kept.read_bytes())
+        rows: dict[str, list] = {}
+        add = writer.add
+
+        def keeping_a_copy(table: str, table_rows: list) -> None:
+            rows.setdefault(table, []).extend(table_rows)
+            add(table, table_rows)
+
+        writer.add = keeping_a_copy
+        try:
+            store_recorded_run(writer)
+        finally:
+            del writer.add
+        kept.write_bytes(pickle.dumps(rows))
+        return {}
+
+
 @pytest.fixture(scope="session")
-def recorded_run(chdb_dsn) -> str:
+def recorded_run(chdb_dsn, tmp_path_factory) -> str:
     """A database filled by the embedded runner from a real recorded lab run (six hosts training, 16 faults, and one
     host's IP default TTL planted unlike its peers'): frames, catalogs, windows, anomalies, incidents and
     retransmission verdicts. Returns the database's name in `chdb_dsn`."""
@@ -131,6 +178,8 @@ def recorded_run(chdb_dsn) -> str:
 
     database = "recorded_run"
     writer = ClickHouseWriter(chdb_dsn, database, max_pending_rows=10**7)
-    store_recorded_run(writer)
+    for table, rows in recorded_run_rows(writer, session_folder(tmp_path_factory)).items():
+        writer.add(table, rows)
+    writer.flush()
     writer.close()
     return database
