@@ -20,8 +20,11 @@ EVENT_FIELDS = frozenset({
     "TcpExt.PruneCalled", "TcpExt.TCPMemoryPressures", "IpExt.InNoRoutes", "IpExt.InCsumErrors"})
 
 
-# IP, UDP and TCP traffic counters that count packets, datagrams or segments (a rate a link carries, not events).
-PACKET_FIELDS = frozenset({"InReceives", "InDelivers", "OutRequests", "ForwDatagrams", "InDatagrams",
+# IP, UDP and TCP traffic counters that count packets, datagrams or segments (a rate a link carries, not events):
+# Ip.OutTransmits (Linux 6.3+) counts every packet IP sends, TcpExt.TCPDelivered the segments the peer has received
+# and TcpExt.TCPOrigDataSent the data segments sent for the first time.
+PACKET_FIELDS = frozenset({"InReceives", "InDelivers", "OutRequests", "OutTransmits", "TCPDelivered",
+                           "TCPOrigDataSent", "ForwDatagrams", "InDatagrams",
                            "OutDatagrams", "InSegs", "OutSegs", "InMcastPkts", "OutMcastPkts", "InBcastPkts",
                            "OutBcastPkts", "InNoECTPkts", "InECT1Pkts", "InECT0Pkts", "InCEPkts"})
 

@@ -27,3 +27,5 @@ def test_octet_counters_count_bytes_and_traffic_counters_packets():
 
     assert _unit("InOctets") == "bytes" and _unit("OutBcastOctets") == "bytes"
     assert _unit("InReceives") == "packets" and _unit("OutSegs") == "packets" and _unit("RetransSegs") == ""
+    assert _unit("OutTransmits") == "packets" and _unit("TCPDelivered") == "packets"
+    assert _unit("TCPOrigDataSent") == "packets" and _unit("TCPLostRetransmit") == ""
