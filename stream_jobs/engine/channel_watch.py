@@ -7,11 +7,11 @@ distance from the median to the baseline's `tail_share` and 1 − `tail_share` q
 a skewed channel (bursts above, a floor below) is measured on each side by what that side does; never below the
 statistic's standard deviation (a quantile of a channel on one level never saw its rare excursions). A window departs on
 a column when its statistic lies further from the median than `limit` noise scales, and further than the column's
-practical floor in its own units where the unit is known (a few events for counters, `byte_floor` or `memory_share_floor`
-of the host's memory for memory, `core_floor` for time busy, `count_floor` or `min_limit` times the square root of
-the level (a count's natural spread, allowed as any noise is) for whole-number gauges, `percent_floor` for shares,
-`byte_rate_floor` and `packet_rate_floor` per second for traffic counters); a table without units has no floors, so its verdicts do not change when a column is
-shifted or scaled. Departures are told in limits: 1 is the edge, 2 twice as far.
+practical floor in its own units where the unit is known (a few events for counters, `byte_floor` or
+`memory_share_floor` of the host's memory for memory, `core_floor` for time busy, `count_floor` or `min_limit` times
+the square root of the level (a count's natural spread, allowed as any noise is) for whole-number gauges,
+`percent_floor` for shares, `byte_rate_floor` and `packet_rate_floor` per second for traffic counters); a table
+without units has no floors, so its verdicts do not change when a column is shifted or scaled. Departures are told in limits: 1 is the edge, 2 twice as far.
 
 `limit` is one number for the host, calibrated over all its columns at once: on the baseline, the largest
 departure over columns in each window is the host's statistic, and the limit is the smallest one at which the
