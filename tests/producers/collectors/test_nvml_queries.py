@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import pynvml
@@ -16,7 +19,7 @@ FAST_METRICS = {
     "gpu.utilization": ("gauge", "%"), "gpu.memory_utilization": ("gauge", "%"),
     "gpu.encoder_utilization": ("gauge", "%"), "gpu.decoder_utilization": ("gauge", "%"),
     "gpu.memory_used": ("gauge", "bytes"), "gpu.memory_free": ("gauge", "bytes"),
-    "gpu.memory_total": ("static", "bytes"), "gpu.power": ("gauge", "W"), "gpu.energy": ("counter", "J"),
+    "gpu.memory_total": ("static", "bytes"), "gpu.power": ("gauge", "W"),
     "gpu.temperature": ("gauge", "celsius"), "gpu.clock_sm": ("gauge", "MHz"), "gpu.clock_mem": ("gauge", "MHz"),
     "gpu.pcie_link_gen": ("gauge", "generation"), "gpu.pcie_link_width": ("gauge", "lanes"),
     "gpu.throttle_reasons": ("gauge", "bitmask"), "gpu.throttle_sw_power_cap": ("gauge", "flag"),
@@ -26,6 +29,7 @@ FAST_METRICS = {
     "gpu.xid_errors": ("event", "errors"), "gpu.xid_last": ("gauge", "code"),
 }
 SLOW_METRICS = {
+    "gpu.energy": ("counter", "J"),
     "gpu.pcie_tx_throughput": ("gauge", "bytes/s"), "gpu.pcie_rx_throughput": ("gauge", "bytes/s"),
     "gpu.pcie_link_gen_max": ("static", "generation"), "gpu.pcie_link_width_max": ("static", "lanes"),
     "gpu.ecc_corrected_volatile": ("event", "errors"), "gpu.ecc_uncorrected_volatile": ("event", "errors"),
@@ -53,7 +57,7 @@ def test_units_are_converted_from_nvml(fake):
     fast = NvmlCollector(nvml=fake).collect()
     slow = NvmlSlowCollector(nvml=fake).collect()
     assert fast["gpu.power.gpu0"] == 350.123 and fast["gpu.power.gpu1"] == 71.25
-    assert fast["gpu.energy.gpu0"] == 987_654.321
+    assert slow["gpu.energy.gpu0"] == 987_654.321
     assert fast["gpu.memory_total.gpu0"] == 81_559 * (1 << 20) and fast["gpu.memory_used.gpu0"] == 40 * GIB
     assert fast["gpu.decoder_utilization.gpu0"] == 12.0 and fast["gpu.utilization.gpu0"] == 87.0
     assert fast["gpu.clock_sm.gpu0"] == 1980.0 and fast["gpu.pcie_link_gen.gpu0"] == 5.0
@@ -91,3 +95,13 @@ def test_throttle_flags_follow_pynvml_bits(mask):
             "power_brake": pynvml.nvmlClocksThrottleReasonHwPowerBrakeSlowdown}
     for reason, bit in bits.items():
         assert values[f"gpu.throttle_{reason}.gpu0"] == float(bool(mask & bit))
+
+
+def test_a_real_h100_answers_every_query_but_nvlink_in_its_own_source():
+    """The channels the collectors read from a real H100 (one GPU, no NVLink; driver 580): each in the source the
+    tables put it in, with every value finite."""
+    capture = json.loads((Path(__file__).parents[2] / "fixtures" / "nvml" / "h100-driver580.json").read_text())
+    for source, metrics in (("fast", FAST_METRICS), ("slow", SLOW_METRICS)):
+        read = {name.rsplit(".", 1)[0] for name in capture[source]}
+        assert read == set(metrics) - {"gpu.nvlink_tx_bytes", "gpu.nvlink_rx_bytes"}
+        assert all(math.isfinite(value) for value in capture[source].values())
