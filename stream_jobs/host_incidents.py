@@ -3,9 +3,11 @@ on too, how the rest group into causes (subsystems), when a cause opens an incid
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
-from schemas.channels import counts_page_work
+from schemas.channels import HOST_SUBSYSTEMS, counts_page_work, subsystem_for
 from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.engine.incidents import CPU
 
@@ -14,11 +16,14 @@ from stream_jobs.engine.incidents import CPU
 # not because of something on this host.
 SHARED_BY_HOSTS = 1
 SHARED_WITHIN_WINDOWS = 5
-# A host's own finding with a level this many band widths outside its band opens an incident in its first window (see
-# windows_to_open)
-STRONG_DEPARTURE = 10.0
 # A host's new cause this few windows after another began is the same fault reaching another subsystem
 JOIN_WITHIN_WINDOWS = 3
+# CPU time is told under another subsystem whose state moved with it no closer than this many times nearer its band
+# (two steps of the severity scale): a CPU burner's new processes commit memory too, a memory limit's reclaim is CPU.
+CPU_YIELDS_WITHIN = 4.0
+# A host's own finding whose level lies this many limits out (twice the allowed distance) is clear at once (see
+# windows_to_open)
+CLEAR_DEPARTURE = 2.0
 NOTHING_DEPARTS: frozenset[str] = frozenset()
 
 
@@ -49,12 +54,13 @@ def began_together(peer_onset: int | None, onset: int) -> bool:
     return peer_onset is not None and abs(peer_onset - onset) <= SHARED_WITHIN_WINDOWS
 
 
-def windows_to_open(severity: float, feature: str = "mean") -> int:
-    """A host's own finding opens its incident at once when a channel's level (its mean, or its residual from a
-    correlated channel) lies STRONG_DEPARTURE band widths or more outside its band; a weaker one, or one led by a
-    spread within the window, must be flagged a second window running: a burst of a second or two keeps its channels
-    out for exactly the persistence the watch asks, and lifts a spread far more than a level, a fault for longer."""
-    return 1 if severity >= STRONG_DEPARTURE and feature in ("mean", "residual") else 2
+def windows_to_open(departure: float, feature: str = "mean") -> int:
+    """A host's own finding led by a channel's level (its mean, or its residual from a correlated channel) at least
+    CLEAR_DEPARTURE limits out opens its incident in its first window: the watch counts a level only once it has
+    departed for longer than a window, its middle third too, which a burst of a second or two never does. A level
+    just over its edge, or a finding led by a spread within the window, must be flagged a second window running: a
+    burst lifts a spread far more than a level, and for as long."""
+    return 1 if departure >= CLEAR_DEPARTURE and feature in ("mean", "residual") else 2
 
 
 def departing_channels(summary: HostWindow) -> frozenset[str]:
@@ -81,22 +87,52 @@ def own_departures(summary: HostWindow, peers_departing: list[frozenset[str]]) -
 def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
                            causes: set[str]) -> list[tuple[str, list[PersistedChannel]]]:
     """Every cause (subsystem) the host has had, each with its own departing channels furthest first; the cause
-    with the furthest channel first, so causes that open in the same window are told strongest first."""
+    with the furthest channel first, so causes that open in the same window are told strongest first. Memory work
+    (see counts_page_work) is the cause of the furthest channel that is not: a fork storm's reused pages are its
+    forks' doing, not a memory fault of their own."""
     by_cause: dict[str, list[PersistedChannel]] = {cause: [] for cause in causes}
-    for persisted in sorted(own, key=lambda p: (-departure_of(summary, p), p.index)):
-        by_cause.setdefault(persisted.subsystem, []).append(persisted)
+    furthest_first = sorted(own, key=lambda p: (-departure_of(summary, p), p.index))
+    work_cause = next((p.subsystem for p in furthest_first if not counts_page_work(summary.names[p.index])), None)
+    for persisted in furthest_first:
+        page_work = counts_page_work(summary.names[persisted.index])
+        by_cause.setdefault(work_cause if page_work and work_cause else persisted.subsystem, []).append(persisted)
     strongest = lambda item: max((departure_of(summary, p) for p in item[1]), default=0.0)  # noqa: E731
     return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
 
 
-def named_subsystem(summary: HostWindow, persisted: list[PersistedChannel]) -> str:
-    """The subsystem a window's channels (strongest first) are told under: the strongest channel's, but CPU channels
-    that move with another subsystem's are that subsystem's work (see IncidentTracker's naming), and memory work
-    (see counts_page_work) is the work of whatever moves with it: of the host's other channels in the window, when
-    the channels given are memory work alone."""
+def named_subsystem(summary: HostWindow, persisted: list[PersistedChannel],
+                    began_now: Callable[[str], bool] = lambda name: True) -> str:
+    """The subsystem a window's channels are told under: the strongest channel's, but CPU time that moves with
+    another subsystem's state is that subsystem's work (see IncidentTracker's naming) when the state lies within
+    CPU_YIELDS_WITHIN of the CPU time's departure, persisted or leaving its band now (`began_now`: its run of
+    departures began within a few windows; a memory limit shows as reclaim's system time a second before the memory
+    held persists); and memory work (see counts_page_work) is the work of whatever moves with it: of the host's
+    other channels in the window, when the channels given are memory work alone."""
     rank = lambda p: naming_rank(summary.names[p.index], p.subsystem)  # noqa: E731
     pool = persisted if any(rank(p) < 2 for p in persisted) else [*persisted, *summary.persisted]
-    return min(pool, key=rank).subsystem
+    cpu = [departure_of(summary, p) for p in pool if rank(p) == 1]
+    if not cpu:
+        return min(pool, key=rank).subsystem
+    reach = max(cpu) / CPU_YIELDS_WITHIN
+    state = max((p for p in pool if rank(p) == 0), key=lambda p: departure_of(summary, p), default=None)
+    if state is not None and departure_of(summary, state) >= reach:
+        return state.subsystem
+    return state_departing_with(summary, began_now, reach) or CPU
+
+
+def state_departing_with(summary: HostWindow, began_now: Callable[[str], bool], reach: float) -> str | None:
+    """The subsystem of the furthest channel outside its band in the window, at least `reach` out, that tells a
+    subsystem's state (neither CPU time, memory work nor the agent's own cost) and began departing now (a level still
+    out after an earlier fault is not this one's); None when there is none."""
+    if summary.departures is None:
+        return None
+    for index in np.argsort(-np.abs(summary.departures), kind="stable"):
+        if abs(summary.departures[index]) < max(1.0, reach):
+            return None
+        name = summary.names[index]
+        if naming_rank(name, subsystem_for(name)) == 0 and subsystem_for(name) in HOST_SUBSYSTEMS and began_now(name):
+            return subsystem_for(name)
+    return None
 
 
 def naming_rank(name: str, subsystem: str) -> int:

@@ -274,15 +274,16 @@ def _make_fault(name: str, subsystem: str, command: list[str], fault_s: float, g
 
 
 def judge(data_dir: Path, faults: list[HandFault], judged_from_ns: int, grace_s: float, within_s: float = 5.0) -> dict:
-    """Each fault's first alert (delay, subsystem, claim, whether it came within `within_s` and its first channel
-    moved) and the false alerts of the judged time."""
+    """Each fault's first alert (the most severe of those one window opened: the headline an operator reads) with its
+    delay, subsystem, claim, whether it came within `within_s` and whether its first channel moved; and the false
+    alerts of the judged time."""
     writer = ClickHouseWriter(data_dir_dsn(str(data_dir)))
     try:
         _, rows = writer.query("SELECT alert_id, kind, subsystem, summary, toUnixTimestamp64Nano(min(end)) AS opened, "
-                               "any(host) FROM alerts FINAL GROUP BY alert_id, kind, subsystem, summary "
-                               "ORDER BY opened")
+                               "any(host), max(severity) AS severity FROM alerts FINAL "
+                               "GROUP BY alert_id, kind, subsystem, summary ORDER BY opened, severity DESC, alert_id")
         openings: dict[str, tuple] = {}
-        for alert_id, kind, subsystem, summary, opened, host in rows:
+        for alert_id, kind, subsystem, summary, opened, host, _ in rows:
             openings.setdefault(alert_id, (kind, subsystem, summary, int(opened), host))
         grace_ns = round(grace_s * NS_PER_S)
         found, used = [], set()

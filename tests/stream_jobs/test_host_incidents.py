@@ -5,7 +5,7 @@ first and under which subsystem, how far each lies out, and when a finding opens
 import numpy as np
 
 from schemas.records import HostWindow, PersistedChannel
-from stream_jobs.host_incidents import (JOIN_WITHIN_WINDOWS, SHARED_WITHIN_WINDOWS, STRONG_DEPARTURE, began_together,
+from stream_jobs.host_incidents import (CLEAR_DEPARTURE, JOIN_WITHIN_WINDOWS, SHARED_WITHIN_WINDOWS, began_together,
                                         cause_key, causes_strongest_first, departing_channels, departure_of,
                                         departure_onset, named_subsystem, own_departures, recent_lead, told_lead,
                                         windows_to_open)
@@ -21,9 +21,9 @@ def summary(departures, persisted=()) -> HostWindow:
                       None if departures is None else np.array(departures, dtype=np.float64), tuple(persisted))
 
 
-def test_a_strong_level_opens_its_incident_at_once_and_anything_else_waits_a_second_window():
-    assert windows_to_open(STRONG_DEPARTURE) == windows_to_open(STRONG_DEPARTURE, "residual") == 1
-    assert windows_to_open(STRONG_DEPARTURE - 0.1) == 2 and windows_to_open(100 * STRONG_DEPARTURE, "std") == 2
+def test_a_clear_level_opens_its_incident_at_once_and_anything_else_waits_a_second_window():
+    assert windows_to_open(CLEAR_DEPARTURE) == windows_to_open(CLEAR_DEPARTURE, "residual") == 1
+    assert windows_to_open(CLEAR_DEPARTURE - 0.1) == 2 and windows_to_open(100 * CLEAR_DEPARTURE, "std") == 2
 
 
 def test_channels_out_of_their_band_in_either_direction_depart():
@@ -61,7 +61,10 @@ def test_causes_are_told_strongest_first_each_with_its_channels_furthest_first()
 
 def test_cpu_time_that_moves_with_another_subsystem_is_told_under_the_other():
     window = summary([4.0, 3.0, 0.0], (CPU, MEMORY))
-    assert named_subsystem(window, [CPU, MEMORY]) == "memory" and named_subsystem(window, [CPU]) == "cpu"
+    assert named_subsystem(window, [CPU, MEMORY]) == "memory"
+    assert named_subsystem(window, [CPU]) == "memory", "memory leaving its band with it, persisted or not yet"
+    assert named_subsystem(window, [CPU], began_now=lambda name: name != "mem.dirty") == "cpu", "out since before"
+    assert named_subsystem(summary([4.0, 0.5, 0.0], (CPU,)), [CPU]) == "cpu", "memory inside its band"
 
 
 def test_memory_work_is_told_under_what_moves_with_it_and_under_memory_alone():
@@ -71,12 +74,26 @@ def test_memory_work_is_told_under_what_moves_with_it_and_under_memory_alone():
     window = HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
                         np.array([9e3, 370.0, 40.0]), (reuse, forks, held))
     assert named_subsystem(window, [reuse, forks]) == "cpu"
-    assert named_subsystem(window, [reuse, forks, held]) == "memory"
+    assert named_subsystem(window, [reuse, forks, held]) == "cpu", "the storm's children commit memory, far nearer"
+    far = PersistedChannel(2, 150.0, "memory", "mean", 120.0)
+    closer = HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                        np.array([9e3, 370.0, 120.0]), (reuse, forks, far))
+    assert named_subsystem(closer, [reuse, forks, far]) == "memory", "within CPU_YIELDS_WITHIN of the forks"
     storm, alone = (HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
                                np.array([9e3, 370.0, 0.0]), persisted) for persisted in ((reuse, forks), (reuse,)))
     assert named_subsystem(storm, [reuse]) == "cpu", "the forks of the same window are what it is the work of"
     assert named_subsystem(alone, [reuse]) == "memory"
     assert told_lead(window, [reuse, forks, held], "memory") == ("mem.Committed_AS", "mean", 50.0)
+
+
+def test_memory_work_is_the_cause_of_the_furthest_channel_that_is_not_and_memory_s_alone():
+    names = ("vm.pgreuse", "cpu.forks", "vm.nr_free_pages")
+    reuse, forks, free = (PersistedChannel(0, 9e4, "memory", "mean", 9e3), PersistedChannel(1, 8e3, "cpu", "mean", 370.0),
+                          PersistedChannel(2, 50.0, "memory", "residual", 40.0))
+    window = HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                        np.array([9e3, 370.0, 40.0]), (reuse, forks, free))
+    assert causes_strongest_first(window, [reuse, forks, free], set()) == [("cpu", [reuse, forks]), ("memory", [free])]
+    assert causes_strongest_first(window, [reuse], set()) == [("memory", [reuse])]
 
 
 def test_a_new_cause_joins_the_incident_that_began_last_if_it_began_a_few_windows_before():

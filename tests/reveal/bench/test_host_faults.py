@@ -22,8 +22,8 @@ from sinks.rows import alert_row
 T0 = 1_700_000_000 * NS_PER_S
 
 
-def alert(alert_id: str, state: str, end_s: float, subsystem: str, summary: str) -> Alert:
-    return Alert(alert_id, "bench-host", "host-faults", state, T0, T0 + round(end_s * NS_PER_S), 3.0, subsystem,
+def alert(alert_id: str, state: str, end_s: float, subsystem: str, summary: str, severity: float = 3.0) -> Alert:
+    return Alert(alert_id, "bench-host", "host-faults", state, T0, T0 + round(end_s * NS_PER_S), severity, subsystem,
                  summary)
 
 
@@ -50,6 +50,18 @@ def test_faults_are_found_by_the_first_alert_within_them_and_the_rest_are_false(
     assert lines[1].split()[:7] == ["cpu", "burner", "yes", "12.0", "no", "no", "cpu"]
     assert lines[2].split()[:7] == ["2", "GiB", "allocation", "NO", "-", "no", "no"]
     assert lines[3].endswith("run 0 times): 1") and lines[4] == "  net.rx_bytes fell"
+
+
+def test_of_alerts_one_window_opened_the_most_severe_is_the_one_judged(tmp_path):
+    writer = ClickHouseWriter(data_dir_dsn(tmp_path / "data"))
+    writer.add("alerts", [alert_row(a) for a in (
+        alert("a-side", "open", 104, "cpu", "cpu.system rose", severity=3.5),
+        alert("b-main", "open", 104, "memory", "mem.Committed_AS rose", severity=4.6),
+        alert("c-side", "open", 104, "cpu", "cpu.user rose", severity=1.2))])
+    writer.close()
+    allocation = HandFault("2 GiB allocation", "memory", T0 + 100 * NS_PER_S, T0 + 120 * NS_PER_S)
+    judged = judge(tmp_path / "data", [allocation], T0, grace_s=5)["faults"][0]
+    assert (judged["subsystem"], judged["claim"]) == ("memory", "mem.Committed_AS rose")
 
 
 def test_the_dd_burst_writes_inside_the_given_folder_and_the_allocation_is_2_gib():
