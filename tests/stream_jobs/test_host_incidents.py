@@ -67,31 +67,34 @@ def test_cpu_time_that_moves_with_another_subsystem_is_told_under_the_other():
     assert named_subsystem(summary([4.0, 0.5, 0.0], (CPU,)), [CPU]) == "cpu", "memory inside its band"
 
 
+def window_over(names, departures, persisted) -> HostWindow:
+    """Host h0's window over `names`, each channel's departure given."""
+    return HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(len(names)), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                      np.array(departures, dtype=np.float64), tuple(persisted))
+
+
+# A fork storm's channels: pages reused, forks, and a memory level (persisted, numbers as departures below)
+REUSE, FORKS = PersistedChannel(0, 9e4, "memory", "mean", 9e3), PersistedChannel(1, 8e3, "cpu", "mean", 370.0)
+
+
 def test_memory_work_is_told_under_what_moves_with_it_and_under_memory_alone():
-    names = ("vm.pgreuse", "cpu.forks", "mem.Committed_AS")
-    reuse, forks, held = (PersistedChannel(0, 9e4, "memory", "mean", 9e3), PersistedChannel(1, 8e3, "cpu", "mean", 370.0),
-                          PersistedChannel(2, 50.0, "memory", "mean", 40.0))
-    window = HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                        np.array([9e3, 370.0, 40.0]), (reuse, forks, held))
+    names, reuse, forks = ("vm.pgreuse", "cpu.forks", "mem.Committed_AS"), REUSE, FORKS
+    held = PersistedChannel(2, 50.0, "memory", "mean", 40.0)
+    window = window_over(names, [9e3, 370.0, 40.0], (reuse, forks, held))
     assert named_subsystem(window, [reuse, forks]) == "cpu"
     assert named_subsystem(window, [reuse, forks, held]) == "cpu", "the storm's children commit memory, far nearer"
     far = PersistedChannel(2, 150.0, "memory", "mean", 120.0)
-    closer = HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                        np.array([9e3, 370.0, 120.0]), (reuse, forks, far))
+    closer = window_over(names, [9e3, 370.0, 120.0], (reuse, forks, far))
     assert named_subsystem(closer, [reuse, forks, far]) == "memory", "within CPU_YIELDS_WITHIN of the forks"
-    storm, alone = (HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                               np.array([9e3, 370.0, 0.0]), persisted) for persisted in ((reuse, forks), (reuse,)))
+    storm, alone = (window_over(names, [9e3, 370.0, 0.0], persisted) for persisted in ((reuse, forks), (reuse,)))
     assert named_subsystem(storm, [reuse]) == "cpu", "the forks of the same window are what it is the work of"
     assert named_subsystem(alone, [reuse]) == "memory"
     assert told_lead(window, [reuse, forks, held], "memory") == ("mem.Committed_AS", "mean", 50.0)
 
 
 def test_memory_work_is_the_cause_of_the_furthest_channel_that_is_not_and_memory_s_alone():
-    names = ("vm.pgreuse", "cpu.forks", "vm.nr_free_pages")
-    reuse, forks, free = (PersistedChannel(0, 9e4, "memory", "mean", 9e3), PersistedChannel(1, 8e3, "cpu", "mean", 370.0),
-                          PersistedChannel(2, 50.0, "memory", "residual", 40.0))
-    window = HostWindow("h0", "c", 10, 0, 3, 1, names, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                        np.array([9e3, 370.0, 40.0]), (reuse, forks, free))
+    reuse, forks, free = REUSE, FORKS, PersistedChannel(2, 50.0, "memory", "residual", 40.0)
+    window = window_over(("vm.pgreuse", "cpu.forks", "vm.nr_free_pages"), [9e3, 370.0, 40.0], (reuse, forks, free))
     assert causes_strongest_first(window, [reuse, forks, free], set()) == [("cpu", [reuse, forks]), ("memory", [free])]
     assert causes_strongest_first(window, [reuse], set()) == [("memory", [reuse])]
 
