@@ -15,7 +15,6 @@ step with its peers (a worker catching up, a restart) raises the same incidents 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -204,7 +203,7 @@ class ClusterStage:
                 mine = sorted(routed.get(subsystem, []), key=lambda p: (-departure_of(summary, p), p.index))
                 evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
                 severity = max((departure_of(summary, p) for p in mine), default=0.0)
-                named = named_subsystem(summary, mine, self._began_now(cluster, summary)) if mine else subsystem
+                named = named_subsystem(summary, mine) if mine else subsystem
                 lead = told_lead(summary, mine, named)
                 events = self.incidents.update(cause_key(summary.host, subsystem), summary.window_id,
                                                summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
@@ -212,12 +211,6 @@ class ClusterStage:
                                                windows_to_open(severity, mine[0].feature if mine else "mean"), lead)
                 output.alerts += [tracked_alert(e, cluster) for e in events]
         return output
-
-    def _began_now(self, cluster: str, summary: HostWindow) -> Callable[[str], bool]:
-        """Whether a channel's run of departures on the host began within JOIN_WITHIN_WINDOWS windows of this one."""
-        kept = self._departing[cluster]
-        return lambda name: (departure_onset(kept, summary.host, name, summary.window_id) or summary.window_id) \
-            >= summary.window_id - JOIN_WITHIN_WINDOWS
 
     def _routed(self, host: str, window_id: int, names: tuple[str, ...],
                 causes: list[tuple[str, list[PersistedChannel]]]) -> dict[str, list[PersistedChannel]]:

@@ -3,11 +3,9 @@ on too, how the rest group into causes (subsystems), when a cause opens an incid
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
-from schemas.channels import HOST_SUBSYSTEMS, counts_page_work, subsystem_for
+from schemas.channels import counts_page_work
 from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.engine.incidents import CPU
 
@@ -18,8 +16,9 @@ SHARED_BY_HOSTS = 1
 SHARED_WITHIN_WINDOWS = 5
 # A host's new cause this few windows after another began is the same fault reaching another subsystem
 JOIN_WITHIN_WINDOWS = 3
-# CPU time is told under another subsystem whose state moved with it no closer than this many times nearer its band
-# (two steps of the severity scale): a CPU burner's new processes commit memory too, a memory limit's reclaim is CPU.
+# CPU time is told under another subsystem whose state persisted with it when that state lies within this factor of
+# the CPU time's distance (two steps of the severity scale): a CPU burner's new processes commit a little memory too,
+# while a write burst's disk lies far beyond the I/O wait it causes.
 CPU_YIELDS_WITHIN = 4.0
 # A host's own finding whose level lies this many limits out (twice the allowed distance) is clear at once (see
 # windows_to_open)
@@ -100,39 +99,20 @@ def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
     return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
 
 
-def named_subsystem(summary: HostWindow, persisted: list[PersistedChannel],
-                    began_now: Callable[[str], bool] = lambda name: True) -> str:
+def named_subsystem(summary: HostWindow, persisted: list[PersistedChannel]) -> str:
     """The subsystem a window's channels are told under: the strongest channel's, but CPU time that moves with
-    another subsystem's state is that subsystem's work (see IncidentTracker's naming) when the state lies within
-    CPU_YIELDS_WITHIN of the CPU time's departure, persisted or leaving its band now (`began_now`: its run of
-    departures began within a few windows; a memory limit shows as reclaim's system time a second before the memory
-    held persists); and memory work (see counts_page_work) is the work of whatever moves with it: of the host's
-    other channels in the window, when the channels given are memory work alone."""
+    another subsystem's state is that subsystem's work (see IncidentTracker's naming) when the state persisted within
+    CPU_YIELDS_WITHIN of the CPU time's departure; and memory work (see counts_page_work) is the work of whatever
+    moves with it: of the host's other channels in the window, when the channels given are memory work alone."""
     rank = lambda p: naming_rank(summary.names[p.index], p.subsystem)  # noqa: E731
     pool = persisted if any(rank(p) < 2 for p in persisted) else [*persisted, *summary.persisted]
     cpu = [departure_of(summary, p) for p in pool if rank(p) == 1]
     if not cpu:
         return min(pool, key=rank).subsystem
-    reach = max(cpu) / CPU_YIELDS_WITHIN
     state = max((p for p in pool if rank(p) == 0), key=lambda p: departure_of(summary, p), default=None)
-    if state is not None and departure_of(summary, state) >= reach:
+    if state is not None and departure_of(summary, state) >= max(cpu) / CPU_YIELDS_WITHIN:
         return state.subsystem
-    return state_departing_with(summary, began_now, reach) or CPU
-
-
-def state_departing_with(summary: HostWindow, began_now: Callable[[str], bool], reach: float) -> str | None:
-    """The subsystem of the furthest channel outside its band in the window, at least `reach` out, that tells a
-    subsystem's state (neither CPU time, memory work nor the agent's own cost) and began departing now (a level still
-    out after an earlier fault is not this one's); None when there is none."""
-    if summary.departures is None:
-        return None
-    for index in np.argsort(-np.abs(summary.departures), kind="stable"):
-        if abs(summary.departures[index]) < max(1.0, reach):
-            return None
-        name = summary.names[index]
-        if naming_rank(name, subsystem_for(name)) == 0 and subsystem_for(name) in HOST_SUBSYSTEMS and began_now(name):
-            return subsystem_for(name)
-    return None
+    return CPU
 
 
 def naming_rank(name: str, subsystem: str) -> int:

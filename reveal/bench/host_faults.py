@@ -38,7 +38,7 @@ MOVED_BY_SIGMA = 3.0
 BEFORE_FAULT_S = 30.0
 # What `reveal run` may take to start and learn beyond its plan (a busy host imports slowly)
 STARTUP_ALLOWANCE_S = 300.0
-_NAMED_CHANNEL = re.compile(r"; (\S+) \S+ z=[+-]")
+_NAMED_CHANNEL = re.compile(r"[;,] (\S+) \S+ z=[+-]")
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,7 @@ def judge(data_dir: Path, faults: list[HandFault], judged_from_ns: int, grace_s:
 
 def _found(writer: ClickHouseWriter, fault: HandFault, opening: tuple | None, within_s: float) -> dict:
     delay = (opening[3] - fault.start_ns) / NS_PER_S if opening else None
-    channel = claimed_channel(opening[2]) if opening else None
+    channel = first_stored(writer, opening[4], claimed_channels(opening[2])) if opening else None
     return {"fault": fault.name, "expected_subsystem": fault.subsystem, "found": opening is not None,
             "delay_s": delay, "within": delay is not None and delay <= within_s,
             "subsystem": opening[1] if opening else "", "claim": opening[2] if opening else "",
@@ -309,10 +309,19 @@ def _found(writer: ClickHouseWriter, fault: HandFault, opening: tuple | None, wi
             "moved": bool(channel) and channel_moved(writer, opening[4], channel, fault.start_ns, opening[3])}
 
 
-def claimed_channel(summary: str) -> str | None:
-    """The first channel an alert's summary names ('…; cpu.user.all mean z=+12.0, …')."""
-    match = _NAMED_CHANNEL.search(summary)
-    return match.group(1) if match else None
+def claimed_channels(summary: str) -> list[str]:
+    """The channels an alert's summary names, in its order ('…; cpu.user.all mean z=+12.0, mem.Dirty std z=-3.0')."""
+    return _NAMED_CHANNEL.findall(summary)
+
+
+def first_stored(writer: ClickHouseWriter, host: str, channels: list[str]) -> str | None:
+    """The first of the channels whose samples the run stored: a derived channel (CPU busy %, IPC) is computed by the
+    engine from stored ones, and what moved is judged on those."""
+    if not channels:
+        return None
+    _, rows = writer.query("SELECT DISTINCT arrayJoin(names) FROM catalogs WHERE host = {h:String}", {"h": host})
+    stored = {row[0] for row in rows}
+    return next((channel for channel in channels if channel in stored), None)
 
 
 def channel_moved(writer: ClickHouseWriter, host: str, channel: str, start_ns: int, opened_ns: int) -> bool:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from reveal.bench.host_faults import (ALLOCATION_BYTES, NS_PER_S, BenchPlan, HandFault, allocation_command,
-                                      channel_moved, claimed_channel, dd_command, fork_storm_command, judge,
-                                      print_result, StateReader, _wait_until_learned)
+                                      channel_moved, claimed_channels, dd_command, first_stored, fork_storm_command,
+                                      judge, print_result, StateReader, _wait_until_learned)
 from schemas.records import Alert
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.rows import alert_row
@@ -69,11 +69,11 @@ def test_the_dd_burst_writes_inside_the_given_folder_and_the_allocation_is_2_gib
     assert ALLOCATION_BYTES == 2 << 30 and f"bytearray({ALLOCATION_BYTES})" in allocation_command()[-1]
 
 
-def test_the_claimed_channel_is_the_first_the_summary_names():
+def test_the_claimed_channels_are_those_the_summary_names_in_its_order():
     summary = ("major cpu anomaly on h over 3 windows, peak severity 5.0 of 10; cpu.forks mean z=+40.1, "
                "mem.Dirty std z=-3.0")
-    assert claimed_channel(summary) == "cpu.forks"
-    assert claimed_channel("regime change") is None
+    assert claimed_channels(summary) == ["cpu.forks", "mem.Dirty"]
+    assert claimed_channels("regime change") == []
 
 
 def test_a_counter_moved_when_its_rate_left_what_the_seconds_before_the_fault_had(tmp_path):
@@ -95,6 +95,8 @@ def test_a_counter_moved_when_its_rate_left_what_the_seconds_before_the_fault_ha
     assert channel_moved(writer, "bench-host", "cpu.forks", start, opened)
     assert not channel_moved(writer, "bench-host", "mem.MemFree", start, opened)
     assert not channel_moved(writer, "bench-host", "no.such", start, opened)
+    assert first_stored(writer, "bench-host", ["cpu.busy_pct.all", "cpu.forks", "mem.MemFree"]) == "cpu.forks"
+    assert first_stored(writer, "bench-host", ["cpu.busy_pct.all"]) is None
     writer.close()
 
 
