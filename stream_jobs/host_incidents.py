@@ -91,10 +91,10 @@ def causes_strongest_first(summary: HostWindow, own: list[PersistedChannel],
     forks' doing, not a memory fault of their own."""
     by_cause: dict[str, list[PersistedChannel]] = {cause: [] for cause in causes}
     furthest_first = sorted(own, key=lambda p: (-departure_of(summary, p), p.index))
-    work_cause = next((p.subsystem for p in furthest_first if not counts_page_work(summary.names[p.index])), None)
-    for persisted in furthest_first:
-        page_work = counts_page_work(summary.names[persisted.index])
-        by_cause.setdefault(work_cause if page_work and work_cause else persisted.subsystem, []).append(persisted)
+    page_work = [counts_page_work(summary.names[p.index]) for p in furthest_first]
+    work_cause = next((p.subsystem for p, work in zip(furthest_first, page_work) if not work), None)
+    for persisted, work in zip(furthest_first, page_work):
+        by_cause.setdefault(work_cause if work and work_cause else persisted.subsystem, []).append(persisted)
     strongest = lambda item: max((departure_of(summary, p) for p in item[1]), default=0.0)  # noqa: E731
     return sorted(by_cause.items(), key=lambda item: (-strongest(item), item[0]))
 

@@ -1,14 +1,14 @@
 """NVIDIA GPUs through NVML: utilisation, memory, power, clocks, PCIe, throttling, XID events, NVLink, ECC.
 
 The collectors are exercised through an injected NVML module in tests (tests/producers/collectors/test_nvml.py);
-CI has no GPU. They were run against a real NVIDIA H100 80GB (driver 580.159.04): 22 fast and 14 slow channels per
-GPU, each fast read ~0.1 ms of CPU once the energy total moved to the slow source.
+CI has no GPU. They were run against a real NVIDIA H100 80GB (driver 580.159.04): 21 fast and 15 slow channels per
+GPU, each fast read ~0.3 ms of CPU once the energy total moved to the slow source.
 
 Two sources share one device enumeration scheme: `NvmlCollector` reads the cheap, fast-moving values every 0.2 s;
 `NvmlSlowCollector` reads once a second what is slow to ask (PCIe throughput blocks ~20 ms per call, the energy
-total spends ~3 ms of CPU) or slow to change (ECC, retired pages, remapped rows, maximum link, processes). A query that a GPU answers NOT_SUPPORTED the
-first time is never asked of that GPU again; any other NVML error makes its channels NaN for that read. The query
-tables are in nvml_queries.py, what both sources share in nvml_source.py.
+total spends ~3 ms of CPU) or slow to change (ECC, retired pages, remapped rows, maximum link, processes). A query
+that a GPU answers NOT_SUPPORTED the first time is never asked of that GPU again; any other NVML error makes its
+channels NaN for that read. The query tables are in nvml_queries.py, what both sources share in nvml_source.py.
 """
 
 from __future__ import annotations
