@@ -18,6 +18,7 @@ from reveal.bench.host_faults import (ALLOCATION_BYTES, NS_PER_S, BenchPlan, Han
 from schemas.records import Alert
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.rows import alert_row
+from tests.own_process import in_own_process
 
 T0 = 1_700_000_000 * NS_PER_S
 
@@ -27,7 +28,7 @@ def alert(alert_id: str, state: str, end_s: float, subsystem: str, summary: str,
                  summary)
 
 
-def test_faults_are_found_by_the_first_alert_within_them_and_the_rest_are_false(tmp_path):
+def check_faults_are_found_by_the_first_alert_within_them_and_the_rest_are_false(tmp_path: Path) -> None:
     writer = ClickHouseWriter(data_dir_dsn(tmp_path / "data"))
     writer.add("alerts", [alert_row(a) for a in (
         alert("early", "open", 20, "cpu", "before the judged time"),
@@ -52,7 +53,11 @@ def test_faults_are_found_by_the_first_alert_within_them_and_the_rest_are_false(
     assert lines[3].endswith("run 0 times): 1") and lines[4] == "  net.rx_bytes fell"
 
 
-def test_of_alerts_one_window_opened_the_most_severe_is_the_one_judged(tmp_path):
+def test_faults_are_found_by_the_first_alert_within_them_and_the_rest_are_false(tmp_path):
+    in_own_process(check_faults_are_found_by_the_first_alert_within_them_and_the_rest_are_false, tmp_path)
+
+
+def check_of_alerts_one_window_opened_the_most_severe_is_the_one_judged(tmp_path: Path) -> None:
     writer = ClickHouseWriter(data_dir_dsn(tmp_path / "data"))
     writer.add("alerts", [alert_row(a) for a in (
         alert("a-side", "open", 104, "cpu", "cpu.system rose", severity=3.5),
@@ -62,6 +67,10 @@ def test_of_alerts_one_window_opened_the_most_severe_is_the_one_judged(tmp_path)
     allocation = HandFault("2 GiB allocation", "memory", T0 + 100 * NS_PER_S, T0 + 120 * NS_PER_S)
     judged = judge(tmp_path / "data", [allocation], T0, grace_s=5)["faults"][0]
     assert (judged["subsystem"], judged["claim"]) == ("memory", "mem.Committed_AS rose")
+
+
+def test_of_alerts_one_window_opened_the_most_severe_is_the_one_judged(tmp_path):
+    in_own_process(check_of_alerts_one_window_opened_the_most_severe_is_the_one_judged, tmp_path)
 
 
 def test_the_dd_burst_writes_inside_the_given_folder_and_the_allocation_is_2_gib():
@@ -76,7 +85,7 @@ def test_the_claimed_channels_are_those_the_summary_names_in_its_order():
     assert claimed_channels("regime change") == []
 
 
-def test_a_counter_moved_when_its_rate_left_what_the_seconds_before_the_fault_had(tmp_path):
+def check_a_counter_moved_when_its_rate_left_what_the_seconds_before_the_fault_had(tmp_path: Path) -> None:
     from schemas.records import Catalog, Channel, Frame
     from sinks.rows import catalog_row, frame_row
 
@@ -98,6 +107,10 @@ def test_a_counter_moved_when_its_rate_left_what_the_seconds_before_the_fault_ha
     assert first_stored(writer, "bench-host", ["cpu.busy_pct.all", "cpu.forks", "mem.MemFree"]) == "cpu.forks"
     assert first_stored(writer, "bench-host", ["cpu.busy_pct.all"]) is None
     writer.close()
+
+
+def test_a_counter_moved_when_its_rate_left_what_the_seconds_before_the_fault_had(tmp_path):
+    in_own_process(check_a_counter_moved_when_its_rate_left_what_the_seconds_before_the_fault_had, tmp_path)
 
 
 def test_a_plan_without_faults_lasts_its_baseline_and_clean_time_and_the_fork_storm_forks():

@@ -2,11 +2,12 @@
 
 import subprocess
 import sys
-
+from pathlib import Path
 
 from schemas.records import Catalog, Channel
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from sinks.landing import queue_catalog
+from tests.own_process import in_own_process
 
 
 
@@ -23,13 +24,17 @@ def test_this_hosts_channels_are_listed_with_subsystem_kind_unit_and_device():
     assert {row[2] for row in rows} >= {"network"} and all(row[3] for row in rows)
 
 
-def test_stored_catalogs_are_listed_latest_version_per_host(tmp_path):
-    writer = ClickHouseWriter(data_dir_dsn(tmp_path / "data"))
+def store_catalogs(folder: Path) -> None:
+    writer = ClickHouseWriter(data_dir_dsn(folder))
     for version, names in ((1, ("a.old",)), (2, ("a.new", "b.new"))):
         queue_catalog(writer, Catalog("h1", "c", tuple(Channel(n, "cpu", "gauge", "pct", "cpu0") for n in names),
                                       version=version))
     queue_catalog(writer, Catalog("h2", "c", (Channel("disk.reads", "storage", "counter", "ops", "vda"),), version=5))
     writer.close()
+
+
+def test_stored_catalogs_are_listed_latest_version_per_host(tmp_path):
+    in_own_process(store_catalogs, tmp_path / "data")
     listed = reveal("channels", "--data-dir", str(tmp_path / "data"), "--format", "tsv")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[1:] == ["h1\ta.new\tcpu\tgauge\tpct\tcpu0", "h1\tb.new\tcpu\tgauge\tpct\tcpu0",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 from reveal.cli.report import iso_time
+from tests.own_process import in_own_process
 from tests.reveal.report.stored_run import T0
 
 REPO = Path(__file__).resolve().parents[3]
@@ -60,10 +61,14 @@ def test_since_is_utc_unless_an_offset_is_given():
     assert iso_time("2023-11-14T23:13:20.5+01:00") == T0 + 500_000_000
 
 
-def test_without_a_source_the_report_reads_the_data_folder_of_reveal_run(tmp_path):
-    writer = ClickHouseWriter(data_dir_dsn(tmp_path / "reveal-data"))
+def store_one_window(folder: Path) -> None:
+    writer = ClickHouseWriter(data_dir_dsn(folder))
     writer.add("windows", [["default-folder-host", "c", 1, 0, 3 * 10**9, 30, 1, 0.5, 1.0, 0, [], [], [], [], ""]])
     writer.close()
+
+
+def test_without_a_source_the_report_reads_the_data_folder_of_reveal_run(tmp_path):
+    in_own_process(store_one_window, tmp_path / "reveal-data")
     written = subprocess.run([sys.executable, "-m", "reveal.cli", "report", "--out", "r.html"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=300)
     assert written.returncode == 0, written.stderr[-2000:]
