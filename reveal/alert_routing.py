@@ -14,8 +14,6 @@ import hashlib
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -167,6 +165,9 @@ class WebhookSender:
             wait = min(wait * 2, self.max_wait_s)
 
     def _try(self, payload: dict | list) -> str | None:
+        import urllib.error  # the HTTP client (and its TLS) only in a process that posts: never the agent's
+        import urllib.request
+
         request = urllib.request.Request(self.url, json.dumps(payload).encode(), method="POST",
                                          headers={"Content-Type": "application/json"})
         try:

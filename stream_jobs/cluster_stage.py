@@ -25,9 +25,10 @@ from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviat
 from stream_jobs.engine.incidents import IncidentTracker
 from stream_jobs.engine.peer_effects import PeerEffects
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransWindow, classify
-from stream_jobs.host_incidents import (JOIN_WITHIN_WINDOWS, began_together, cause_key, causes_strongest_first,
-                                        departing_channels, departure_of, departure_onset, named_subsystem, told_lead,
-                                        own_departures, recent_lead, windows_to_open)
+from stream_jobs.host_incidents import (JOIN_WITHIN_WINDOWS, NOTHING_DEPARTS, SHARED_WITHIN_WINDOWS, began_together,
+                                        cause_key, causes_strongest_first, departed_since, departing_channels,
+                                        departure_of, departure_onset, named_subsystem, told_lead, own_departures,
+                                        recent_lead, windows_to_open)
 from stream_jobs.records import (StageOutput, configuration_alert, configuration_anomaly, peer_anomaly,
                                  retransmission_anomaly, retransmission_row, tracked_alert)
 
@@ -184,10 +185,13 @@ class ClusterStage:
         kept = self._departing[cluster]
         peers = [peer for peer in kept.get(window_id, {}) if peer != summary.host]
         channels = {summary.names[p.index] for p in summary.persisted}
+        if not channels:
+            return [NOTHING_DEPARTS] * len(peers)
         onsets = {c: departure_onset(kept, summary.host, c, window_id) or window_id for c in channels}
+        candidates = departed_since(kept, channels, min(onsets.values()) - SHARED_WITHIN_WINDOWS)
         return [frozenset(c for c in channels if began_together(departure_onset(kept, peer, c, window_id),
                                                                   onsets[c]))
-                for peer in peers]
+                if peer in candidates else NOTHING_DEPARTS for peer in peers]
 
     def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> StageOutput:
         """Each host's own findings (its persisted channels, less those its peers left their bands on too) as

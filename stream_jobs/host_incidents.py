@@ -49,6 +49,13 @@ def departure_onset(kept: dict[int, dict[str, frozenset[str]]], host: str, chann
     return onset
 
 
+def departed_since(kept: dict[int, dict[str, frozenset[str]]], channels: set[str], since: int) -> set[str]:
+    """The hosts that left their band on any of `channels` in a kept window from `since` on: the only ones whose
+    departure on one of them can have begun within SHARED_WITHIN_WINDOWS of a departure that began after `since`."""
+    return {host for window, departing in kept.items() if window >= since
+            for host, names in departing.items() if not channels.isdisjoint(names)}
+
+
 def began_together(peer_onset: int | None, onset: int) -> bool:
     return peer_onset is not None and abs(peer_onset - onset) <= SHARED_WITHIN_WINDOWS
 

@@ -19,6 +19,8 @@ from producers.collectors.nvml_queries import SUBSYSTEM, Query
 
 log = logging.getLogger(__name__)
 
+NVML_LIBRARY = "libnvidia-ml.so.1"  # the driver's library, as pynvml loads it on Linux
+
 
 @dataclass(frozen=True)
 class BoundQuery:
@@ -118,6 +120,10 @@ class NvmlSource(Collector):
         """The injected NVML module, or pynvml imported now."""
         if self._injected is not None:
             return self._injected
+        try:
+            ctypes.CDLL(NVML_LIBRARY)  # a host without the driver's library never imports pynvml (~1 MB resident)
+        except OSError as error:
+            raise OSError(f"NVML cannot start: NVML Shared Library Not Found ({error})") from error
         try:
             return importlib.import_module("pynvml")
         except ImportError as error:

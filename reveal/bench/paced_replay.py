@@ -25,8 +25,8 @@ from schemas.topics import TopicNames
 
 CHUNK_S = 60.0  # how much of the run is encoded at a time
 STEP_OFFSET = 30.0
-STEPPED_SHARE = 0.25  # of a host's CPU gauges: the detectors average over every feature, so one channel in 700 is
-                      # too faint to flag, while a quarter of the CPUs 30 points busier is a contention episode
+STEPPED_SHARE = 0.25  # of a host's CPU gauges at most: the detectors average over every feature, so one channel in
+                      # 700 is too faint to flag, while many CPUs 30 points busier is a contention episode
 
 
 @dataclass(frozen=True)
@@ -75,10 +75,14 @@ def host_name(index: int) -> str:
     return f"bench-host-{index:03d}"
 
 
-def stepped_channels(catalog, start_s: float) -> tuple[StepChange, ...]:
-    """The step change of a stepped host: a quarter of its CPU gauges (at least one) become 30 points busier."""
+def stepped_channels(catalog, start_s: float, slot: int = 0, slots: int = 1) -> tuple[StepChange, ...]:
+    """The step change of a stepped host: CPU gauges of its own (slot `slot` of `slots` disjoint blocks, at most a
+    quarter of them, at least one) become 30 points busier. Each host's fault is its own: a change several hosts of
+    a cluster share at the same instant moved with their job, and the cluster stage rightly tells no host of it."""
     gauges = [name for name, kind in zip(catalog.names, catalog.kinds) if kind == "gauge"]
-    return tuple(StepChange(name, start_s, STEP_OFFSET) for name in gauges[:max(1, round(len(gauges) * STEPPED_SHARE))])
+    width = max(1, min(round(len(gauges) * STEPPED_SHARE), len(gauges) // max(slots, 1)))
+    first = (slot * width) % max(len(gauges) - width + 1, 1)
+    return tuple(StepChange(name, start_s, STEP_OFFSET) for name in gauges[first:first + width])
 
 
 def encode_fleet(settings: FleetSettings, start_ns: int, first_tick: int = 0, ticks: int | None = None) -> EncodedFleet:
@@ -90,7 +94,8 @@ def encode_fleet(settings: FleetSettings, start_ns: int, first_tick: int = 0, ti
     for index in range(settings.hosts):
         catalog = synthetic_catalog(host_name(index), "bench", gauges=gauges,
                                     counters=settings.channels - gauges - 1, interval_s=settings.interval_s)
-        steps = stepped_channels(catalog, settings.step_at_s) if index < settings.stepped_hosts else ()
+        steps = stepped_channels(catalog, settings.step_at_s, index, settings.stepped_hosts) \
+            if index < settings.stepped_hosts else ()
         key = catalog.host.encode()
         fleet.catalogs.append((key, encode_catalog(catalog)))
         frames = synthetic_frames(catalog, start_ns, count, seed=settings.seed + index, steps=steps,

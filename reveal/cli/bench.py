@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 from reveal.bench.agent import GOALS, bench_agent
 from reveal.cli.options import (bootstrap_servers, existing_folder, output_file, positive_count,
                                 positive_seconds, writable_folder)
@@ -215,6 +217,9 @@ def handle_pipeline(args) -> int:
     if args.hosts < 1 or args.channels < 3 or not 1 <= args.workers <= 6:
         raise CommandError(f"--hosts {args.hosts}, --channels {args.channels}, --workers {args.workers}: expected "
                            f"at least 1 host, at least 3 channels and 1 to 6 workers (the samples topic's partitions)")
+    if args.profile and shutil.which("py-spy") is None:
+        raise CommandError(f"--profile {args.profile}: py-spy is not installed (pip install py-spy), so the worker "
+                           f"cannot be profiled; leave --profile out to run without a profile")
     settings = PipelineBenchSettings(args.hosts, args.channels, args.interval, args.duration, args.workers,
                                      args.bootstrap, profile_path=args.profile)
     result = bench_pipeline(settings)

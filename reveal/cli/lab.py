@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 from reveal.cli.options import bootstrap_servers, fraction, positive_count, writable_folder
-from reveal.lab.scenario import SUITES_DIR, Scenario, load_scenario, suite_scenarios
 
 
 def register(commands) -> None:
@@ -99,6 +98,8 @@ def _register_ingest(labs) -> None:
 def handle_run(args) -> int:
     from reveal.lab.runner import PipelineChoice, run_scenario
 
+    from reveal.lab.scenario import load_scenario, suite_scenarios
+
     scenarios = suite_scenarios(args.suite) if args.suite else [load_scenario(p) for p in args.scenario]
     pipeline = PipelineChoice("" if args.embedded else args.bootstrap)
     if not pipeline.embedded:
@@ -177,6 +178,8 @@ def expand_runs(paths: list[str]) -> list[Path]:
 
 
 def handle_list(args) -> int:
+    from reveal.lab.scenario import suite_scenarios
+
     for suite in _suites():
         print(f"{suite}:")
         for scenario in suite_scenarios(suite):
@@ -266,10 +269,12 @@ def _ingest_in_child(run_dir: Path) -> None:
 
 
 def _suites() -> list[str]:
+    from reveal.lab import SUITES_DIR
+
     return sorted(p.name for p in SUITES_DIR.iterdir() if p.is_dir())
 
 
-def _fault_summary(scenario: Scenario) -> str:
+def _fault_summary(scenario) -> str:
     if scenario.clean:
         return "clean"
     return ", ".join(f"{f.kind} {f.magnitude:g} on {f.host}" for f in scenario.faults)

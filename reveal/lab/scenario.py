@@ -25,10 +25,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from reveal.lab import SUITES_DIR
 from reveal.lab.faults import FAULTS, FaultSpec
 
 WORKLOADS = ("train", "infer", "input")
-SUITES_DIR = Path(__file__).with_name("scenarios")
 SCENARIO_KEYS = {"name", "description", "hosts", "workloads", "duration_s", "baseline_s", "warmup_s", "phases",
                  "heterogeneous", "seed", "fault"}
 DEFAULT_WARMUP_S = 30.0

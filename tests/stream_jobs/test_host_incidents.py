@@ -6,9 +6,9 @@ import numpy as np
 
 from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.host_incidents import (CLEAR_DEPARTURE, JOIN_WITHIN_WINDOWS, SHARED_WITHIN_WINDOWS, began_together,
-                                        cause_key, causes_strongest_first, departing_channels, departure_of,
-                                        departure_onset, named_subsystem, own_departures, recent_lead, told_lead,
-                                        windows_to_open)
+                                        cause_key, causes_strongest_first, departed_since, departing_channels,
+                                        departure_of, departure_onset, named_subsystem, own_departures, recent_lead,
+                                        told_lead, windows_to_open)
 
 NAMES = ("cpu.busy", "mem.dirty", "disk.busy")
 CPU, MEMORY, DISK = (PersistedChannel(0, 4.0, "cpu", "mean", 4.0), PersistedChannel(1, 3.0, "memory", "mean", 3.0),
@@ -38,6 +38,15 @@ def test_a_run_of_departures_began_where_it_began_across_short_returns_to_the_ba
     assert departure_onset(kept, "h0", "cpu.busy", 15) == 10, "a gap of two windows is bridged, one of seven is not"
     assert departure_onset(kept, "h0", "cpu.busy", 15 + SHARED_WITHIN_WINDOWS + 1) is None
     assert departure_onset(kept, "h1", "cpu.busy", 15) is None
+
+
+def test_only_hosts_out_on_one_of_the_channels_since_a_window_can_share_a_departure():
+    kept = {5: {"h1": frozenset({"cpu.busy"}), "h2": frozenset()},
+            9: {"h1": frozenset(), "h2": frozenset({"disk.busy"}), "h3": frozenset({"cpu.busy", "mem.free"})}}
+    assert departed_since(kept, {"cpu.busy"}, 5) == {"h1", "h3"}
+    assert departed_since(kept, {"cpu.busy"}, 6) == {"h3"}
+    assert departed_since(kept, {"mem.free", "disk.busy"}, 0) == {"h2", "h3"}
+    assert departed_since(kept, {"net.rx"}, 0) == set()
 
 
 def test_departures_began_together_when_their_onsets_lie_within_a_few_windows():

@@ -10,6 +10,7 @@ import sys
 import pynvml
 import pytest
 
+from producers.collectors import nvml_source
 from producers.collectors.nvml import NvmlCollector, NvmlSlowCollector
 from schemas.records import CHANNEL_KINDS, Channel
 from tests.producers.collectors.fake_nvml import FakeNvml, two_h100s
@@ -103,5 +104,15 @@ def test_missing_pynvml_makes_the_source_unavailable(monkeypatch):
 
 
 def test_pynvml_is_imported_lazily_when_no_module_is_injected(monkeypatch, fake):
+    monkeypatch.setattr(nvml_source, "NVML_LIBRARY", "libc.so.6")  # a library every Linux host loads
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     assert NvmlSlowCollector().collect()["gpu.pcie_link_gen_max.gpu0"] == 5.0
+
+
+def test_a_host_without_the_driver_s_library_never_imports_pynvml(monkeypatch):
+    monkeypatch.setattr(nvml_source, "NVML_LIBRARY", "libnvidia-ml-absent.so.1")
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    collector = NvmlSlowCollector()
+    with pytest.raises(OSError, match="NVML Shared Library Not Found"):
+        collector.collect()
+    assert "pynvml" not in sys.modules

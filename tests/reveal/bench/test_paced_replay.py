@@ -2,7 +2,9 @@
 
 import numpy as np
 
-from reveal.bench.paced_replay import STEP_OFFSET, FleetSettings, encode_fleet, encoded_ticks, host_name
+from producers.synthetic import synthetic_catalog
+from reveal.bench.paced_replay import (STEP_OFFSET, FleetSettings, encode_fleet, encoded_ticks, host_name,
+                                       stepped_channels)
 from schemas.records import decode_catalog, decode_frame
 
 T0 = 1_700_000_000_000_000_000
@@ -46,3 +48,12 @@ def test_a_run_encoded_in_chunks_continues_every_host_from_chunk_to_chunk():
     gauge = names.index("cpu.busy.cpu0")
     stepped = np.array([f.values[gauge] for f in frames[:, 0]])
     assert stepped[10:].mean() - stepped[:10].mean() > STEP_OFFSET - 5  # the step lands in the second chunk
+
+
+def test_each_stepped_host_steps_gauges_of_its_own():
+    catalog = synthetic_catalog("h", gauges=420, counters=279)
+    blocks = [{step.channel for step in stepped_channels(catalog, 1.0, slot, 15)} for slot in range(15)]
+    assert all(len(block) == 28 for block in blocks)  # 420 gauges in 15 disjoint blocks, under a quarter each
+    assert len(set().union(*blocks)) == 420
+    assert len(stepped_channels(catalog, 1.0, 0, 1)) == 105  # one stepped host: a quarter of its gauges
+    assert len(stepped_channels(synthetic_catalog("h", gauges=3), 1.0, 5, 15)) == 1
