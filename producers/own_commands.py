@@ -21,6 +21,11 @@ COMMANDS_DIR_ENV = "REVEAL_COMMANDS_DIR"
 DEFAULT_COMMANDS_DIR = "/tmp/reveal-commands"
 KEPT_AFTER_END_S = 600.0
 NS_PER_S = 1_000_000_000
+# Every note is written by a rename in the folder, so an unchanged folder (its mtime) holds no new or updated note and
+# is not read again, except this often (to prune ended notes) or this soon after it changed (a change within the
+# same tick of the file system's clock leaves the mtime as it was).
+RESCAN_EVERY_S = 10.0
+UNSETTLED_S = 1.0
 
 
 def commands_folder() -> Path:
@@ -95,6 +100,7 @@ class CommandLedger:
         self.procfs = Path(procfs)
         self._seen: dict[str, _Seen] = {}
         self._ended_s = 0.0
+        self._read_folder_at: tuple[int, int] | None = None  # (the folder's mtime, when it was read), both in ns
 
     def running_seconds(self, now_ns: int | None = None) -> float:
         """Seconds of commands run so far: those that ended, plus the elapsed time of those running now."""
@@ -107,6 +113,26 @@ class CommandLedger:
         return sum(seen.end_ns is None for seen in self._seen.values())
 
     def _scan(self, now_ns: int) -> None:
+        if not self._folder_unchanged(now_ns):
+            self._read_folder(now_ns)
+        for seen in self._seen.values():
+            if seen.end_ns is None and not (self.procfs / str(seen.pid)).exists():
+                self._end(seen, now_ns)
+
+    def _folder_unchanged(self, now_ns: int) -> bool:
+        """Whether the folder is as it was when last read, and settled: nothing in it needs reading now."""
+        try:
+            mtime_ns = os.stat(self.folder).st_mtime_ns
+        except OSError:
+            return False
+        last = self._read_folder_at
+        unchanged = last is not None and last[0] == mtime_ns and now_ns - last[1] < RESCAN_EVERY_S * NS_PER_S \
+            and now_ns - mtime_ns > UNSETTLED_S * NS_PER_S
+        if not unchanged:
+            self._read_folder_at = (mtime_ns, now_ns)
+        return unchanged
+
+    def _read_folder(self, now_ns: int) -> None:
         try:
             entries = list(os.scandir(self.folder))
         except OSError:
@@ -114,9 +140,6 @@ class CommandLedger:
         for entry in entries:
             if entry.name.endswith(".json"):
                 self._read(entry, now_ns)
-        for seen in self._seen.values():
-            if seen.end_ns is None and not (self.procfs / str(seen.pid)).exists():
-                self._end(seen, now_ns)
 
     def _read(self, entry: os.DirEntry, now_ns: int) -> None:
         try:

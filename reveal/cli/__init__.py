@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "an agent samples /proc, /sys and the GPU every 100 ms, and detectors flag, attribute and "
                     "explain anomalous windows per host.",
         epilog="Run 'reveal COMMAND --help' for the options of each command.")
-    parser.add_argument("--version", action="version", version=f"reveal {installed_version()}")
+    parser.add_argument("--version", action=PrintVersion)
     parser.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                         help="how much to log on stderr (default: INFO)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -73,6 +73,19 @@ def configurable_commands(parser: argparse.ArgumentParser) -> dict[str, argparse
     choices = next(a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return {name: command for name, command in choices.items()
             if not any(isinstance(a, argparse._SubParsersAction) for a in command._actions)}
+
+
+class PrintVersion(argparse.Action):
+    """`--version`: print Reveal's installed version and exit; the package metadata is read only then (reading it
+    costs every command, the agent's resident memory included, over a megabyte)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default,
+                         help=help or "print Reveal's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"reveal {installed_version()}")
+        parser.exit()
 
 
 def installed_version() -> str:

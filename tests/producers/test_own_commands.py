@@ -9,7 +9,8 @@ import subprocess
 import sys
 import time
 
-from producers.own_commands import KEPT_AFTER_END_S, NS_PER_S, CommandLedger, noted_command, process_start_ns
+from producers.own_commands import (KEPT_AFTER_END_S, NS_PER_S, RESCAN_EVERY_S, UNSETTLED_S, CommandLedger,
+                                    noted_command, process_start_ns)
 from producers.collectors.health import OwnCommandsCollector
 from schemas.channels import OWN_COMMANDS_SECONDS
 
@@ -92,3 +93,31 @@ def test_the_agent_reports_the_seconds_as_a_counter_of_its_own(tmp_path):
 
 def astuple_reading(reading) -> tuple:
     return reading.names, reading.values
+
+
+def test_a_settled_unchanged_folder_is_read_again_only_every_few_seconds(tmp_path):
+    start = time.time_ns()
+    note = tmp_path / f"{os.getpid()}-1.json"
+    note.write_text(json.dumps({"pid": os.getpid(), "command": "sql", "start_ns": start, "end_ns": None}))
+    settled = os.stat(tmp_path).st_mtime_ns + round(2 * UNSETTLED_S * NS_PER_S)
+    ledger = CommandLedger(tmp_path)
+    ledger.running_seconds(settled)
+    assert ledger.running_now() == 1
+    ended = {"pid": os.getpid(), "command": "sql", "start_ns": start, "end_ns": start + NS_PER_S}
+    with open(note, "r+") as rewritten:  # in place: the folder itself is unchanged
+        rewritten.write(json.dumps(ended))
+    os.utime(tmp_path, ns=(settled, os.stat(tmp_path).st_mtime_ns))
+    ledger.running_seconds(settled + NS_PER_S)
+    assert ledger.running_now() == 1, "an unchanged folder was read again at once"
+    ledger.running_seconds(settled + round((RESCAN_EVERY_S + 1) * NS_PER_S))
+    assert ledger.running_now() == 0
+
+
+def test_a_note_renamed_into_the_folder_is_read_at_the_next_scan(tmp_path):
+    ledger = CommandLedger(tmp_path)
+    assert ledger.running_seconds() == 0.0
+    with noted_command("report", tmp_path):
+        ledger.running_seconds()
+        assert ledger.running_now() == 1
+    ledger.running_seconds()
+    assert ledger.running_now() == 0

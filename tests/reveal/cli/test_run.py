@@ -135,3 +135,11 @@ def test_reveal_commands_pointed_at_a_run_open_no_incident(tmp_path):
     assert commands >= 6
     assert opened == [], opened
     assert marked > 0
+
+
+def test_a_command_reads_no_package_metadata_unless_asked_for_the_version():
+    code = ("import sys\nfrom reveal.cli import build_parser\n"
+            "build_parser().parse_args(['agent', '--bootstrap', '127.0.0.1:9092'])\n"
+            "print('importlib.metadata' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "False", result.stderr
