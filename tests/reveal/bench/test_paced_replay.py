@@ -5,7 +5,10 @@ import numpy as np
 from producers.synthetic import synthetic_catalog
 from reveal.bench.paced_replay import (STEP_OFFSET, FleetSettings, encode_fleet, encoded_ticks, host_name,
                                        stepped_channels)
+from reveal.bench.pipeline_figures import WARMUP_WINDOWS
+from reveal.lab.replay import replay
 from schemas.records import decode_catalog, decode_frame
+from stream_jobs.engine.host_pipeline import EngineSettings
 
 T0 = 1_700_000_000_000_000_000
 
@@ -57,3 +60,14 @@ def test_each_stepped_host_steps_gauges_of_its_own():
     assert len(set().union(*blocks)) == 420
     assert len(stepped_channels(catalog, 1.0, 0, 1)) == 105  # one stepped host: a quarter of its gauges
     assert len(stepped_channels(synthetic_catalog("h", gauges=3), 1.0, 5, 15)) == 1
+
+
+def test_every_stepped_host_of_the_fleet_opens_an_alert_of_its_own():
+    settings = FleetSettings(hosts=6, channels=100, interval_s=0.1, duration_s=40.0, step_at_s=28.0, stepped_hosts=3)
+    fleet = encode_fleet(settings, T0)
+    items = [decode_catalog(value) for _, value in fleet.catalogs]
+    items += [decode_frame(value) for tick in fleet.ticks for _, value in tick]
+    engine = EngineSettings(window_s=3, stride_s=1, interval_s=settings.interval_s, warmup_windows=WARMUP_WINDOWS)
+    opened = [alert for alert in replay(items, engine).cluster.alerts if alert.state == "open"]
+    assert sorted(alert.host for alert in opened) == [host_name(i) for i in range(3)]
+    assert all(T0 + 28e9 <= alert.start_ns <= T0 + 31e9 for alert in opened)
