@@ -42,6 +42,7 @@ import numpy as np
 from scipy.stats import norm
 
 from stream_jobs.engine.calibration import Calibration, calibrated_limit, unseen_drift_widening
+from stream_jobs.engine.column_stats import column_quantiles
 from stream_jobs.engine.wander import trimmed, wander
 
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
@@ -142,7 +143,7 @@ class ChannelBands:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             median = np.nanmedian(stats, axis=0)
-            low, high = np.nanquantile(stats, [tail, 1 - tail], axis=0)
+            low, high = column_quantiles(stats, [tail, 1 - tail])
             spread = np.nanstd(trimmed(stats, trim / 2) if trim > 0 else stats, axis=0)
         spread_floor = np.fmax(np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
         unit = norm.ppf(1 - tail)

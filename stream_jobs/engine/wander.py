@@ -7,12 +7,14 @@ import warnings
 
 import numpy as np
 
+from stream_jobs.engine.column_stats import column_quantiles
+
 MAD_TO_SIGMA = 1.4826
 
 
 def trimmed(stats: np.ndarray, share: float) -> np.ndarray:
     """The statistics with each column's `share` most extreme on either side blanked (NaN)."""
-    low, high = np.nanquantile(stats, [share, 1 - share], axis=0)
+    low, high = column_quantiles(stats, [share, 1 - share])
     return np.where((stats >= low) & (stats <= high), stats, np.nan)
 
 

@@ -1,0 +1,34 @@
+"""Order statistics of every column of a baseline at once.
+
+numpy's nanquantile reads each column that holds a NaN on its own (a Python loop over columns), and a baseline of
+window statistics holds NaN in most of its few thousand columns (a spread or residual known only for some windows, a
+value left out of the history while it departed); fitting one host's bands took ~80 ms that way. Here every column is
+sorted at once and numpy's own interpolation applied, so the result is numpy's to the bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def column_quantiles(stats: np.ndarray, quantiles) -> np.ndarray:
+    """np.nanquantile(stats, quantiles, axis=0) with numpy's default (linear) method: one row per quantile, NaN for
+    a column with no value."""
+    stats = np.asarray(stats, dtype=np.float64)
+    quantiles = np.asarray(quantiles, dtype=np.float64)
+    ordered = np.sort(stats, axis=0)  # NaN sorts last, so each column's values lead it in order
+    last = np.broadcast_to((~np.isnan(stats)).sum(axis=0) - 1, (len(quantiles), stats.shape[1]))
+    virtual = last * quantiles[:, None]
+    previous = np.clip(np.floor(virtual), 0, None)
+    following = np.clip(previous + 1, 0, None)
+    previous, following = np.where(virtual >= last, last, previous), np.where(virtual >= last, last, following)
+    low = np.take_along_axis(ordered, previous.astype(np.intp), axis=0)
+    high = np.take_along_axis(ordered, following.astype(np.intp), axis=0)
+    return _lerp(low, high, virtual - np.floor(virtual))
+
+
+def _lerp(low: np.ndarray, high: np.ndarray, gamma: np.ndarray) -> np.ndarray:
+    """numpy's interpolation between neighbouring order statistics, from whichever end is nearer."""
+    with np.errstate(invalid="ignore"):  # a column with no value, or with infinities, is NaN as in numpy
+        step = high - low
+        return np.where(gamma >= 0.5, high - step * (1 - gamma), low + step * gamma)

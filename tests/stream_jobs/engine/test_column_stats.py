@@ -1,0 +1,32 @@
+"""Order statistics of every column at once: numpy's nanquantile to the bit, NaN and infinities included."""
+
+import warnings
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from stream_jobs.engine.column_stats import column_quantiles
+
+VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.sampled_from([0.0, 1.0, 5.0]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 40), st.integers(1, 12)), elements=VALUES),
+       st.lists(st.floats(0.0, 1.0), min_size=1, max_size=4))
+def test_every_column_s_quantiles_are_numpy_s_own(stats, quantiles):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        wanted = np.nanquantile(stats, quantiles, axis=0)
+    got = column_quantiles(stats, quantiles)
+    assert got.shape == wanted.shape
+    assert np.array_equal(got, wanted, equal_nan=True)
+
+
+def test_a_column_with_no_value_has_no_quantile_and_says_nothing():
+    stats = np.array([[np.nan, 1.0], [np.nan, 3.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        low, high = column_quantiles(stats, [0.25, 0.75])
+    assert np.isnan(low[0]) and np.isnan(high[0]) and low[1] == 1.5 and high[1] == 2.5
