@@ -17,6 +17,7 @@ GOALS = {"channel_samples_per_s": (">=", 1_000_000.0), "anomaly_latency_p99_s": 
          "alert_latency_p99_s": ("<=", 1.5), "anomaly_latency_steady_part_p99_s": ("<=", 1.5),
          "alert_latency_steady_part_p99_s": ("<=", 1.5), "memory_mb_per_host": ("<=", 2.0)}
 CAUGHT_UP_S = 2.0  # storage this close behind publication: the workers have caught up (a flush a second, a linger)
+CAUGHT_UP_HELD_S = 10.0  # … and stays so this long: the seconds before the start-up's fits pile up do not count
 
 
 @dataclass(frozen=True)
@@ -205,14 +206,26 @@ def baselines_learned_s() -> float:
     return engine.window_s + WARMUP_WINDOWS * engine.stride_s
 
 
-def caught_up_at(delays: list[tuple[float, float]], after_s: float, within_s: float = CAUGHT_UP_S) -> float:
-    """The first second at or after `after_s` at which storage trails publication by at most `within_s` (NaN if it
-    never does): when the workers have worked off the start-up, in which every host learns its baseline at once.
+def caught_up_at(delays: list[tuple[float, float]], after_s: float, within_s: float = CAUGHT_UP_S,
+                 held_s: float = CAUGHT_UP_HELD_S) -> float:
+    """The first second at or after `after_s` from which storage trails publication by at most `within_s` for
+    `held_s` seconds running (NaN if it never does): when the workers have worked off the start-up, in which every
+    host learns its baseline at once. A second within it before the baselines' fits pile up is not caught up.
 
-    >>> caught_up_at([(10.0, 0.5), (11.0, 4.0), (12.0, 3.0), (13.0, 1.5), (14.0, 0.8)], after_s=11.0)
-    13.0
+    >>> caught_up_at([(10.0, 0.5), (11.0, 4.0), (12.0, 1.0), (13.0, 3.0), (14.0, 1.5), (15.0, 0.8)], 10.0, 2.0, 2.0)
+    14.0
     """
-    return next((at for at, delay in delays if at >= after_s and delay <= within_s), float("nan"))
+    run_from = None
+    for at, delay in delays:
+        if at < after_s:
+            continue
+        if delay > within_s:
+            run_from = None
+        elif run_from is None:
+            run_from = at
+        if run_from is not None and at - run_from + 1 >= held_s:
+            return run_from
+    return float("nan")
 
 
 def memory_per_host(idle_rss_bytes: int, end_rss_bytes: int, hosts: int) -> float:

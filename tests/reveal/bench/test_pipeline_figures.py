@@ -46,11 +46,13 @@ def test_storage_delay_counts_frames_published_but_not_yet_stored_in_seconds_of_
     assert [delay for _, delay in delays] == pytest.approx([1.0, 2.0, 0.0])
 
 
-def test_workers_catch_up_when_storage_is_first_back_within_two_seconds_after_the_baselines():
+def test_workers_catch_up_when_storage_is_back_within_two_seconds_for_good_after_the_baselines():
     delays = [(100.0, 0.5), (101.0, 6.0), (102.0, 4.0), (103.0, 2.5), (104.0, 1.2), (105.0, 3.0)]
-    assert caught_up_at(delays, after_s=101.0) == 104.0
-    assert caught_up_at(delays, after_s=100.0) == 100.0
-    assert math.isnan(caught_up_at(delays[:4], after_s=101.0))
+    delays += [(106.0 + i, 0.9) for i in range(12)]
+    assert caught_up_at(delays, after_s=101.0) == 106.0, "104 s was within, but not for long"
+    assert caught_up_at(delays, after_s=101.0, held_s=1.0) == 104.0
+    assert caught_up_at([(100.0 + i, 0.5) for i in range(12)], after_s=100.0) == 100.0
+    assert math.isnan(caught_up_at(delays[:10], after_s=101.0))
 
 
 def test_memory_floor_growth_ignores_transient_peaks_but_not_a_rising_floor():
