@@ -10,8 +10,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reveal.cli.options import bootstrap_servers, fraction, positive_count, writable_folder
+
+if TYPE_CHECKING:  # the scenario module is imported only by the commands that read scenarios
+    from reveal.lab.scenario import Scenario
 
 
 def register(commands) -> None:
@@ -274,7 +278,7 @@ def _suites() -> list[str]:
     return sorted(p.name for p in SUITES_DIR.iterdir() if p.is_dir())
 
 
-def _fault_summary(scenario) -> str:
+def _fault_summary(scenario: Scenario) -> str:
     if scenario.clean:
         return "clean"
     return ", ".join(f"{f.kind} {f.magnitude:g} on {f.host}" for f in scenario.faults)

@@ -19,12 +19,13 @@ def column_quantiles(stats: np.ndarray, quantiles) -> np.ndarray:
     ordered = np.sort(stats, axis=0)  # NaN sorts last, so each column's values lead it in order
     last = np.broadcast_to((~np.isnan(stats)).sum(axis=0) - 1, (len(quantiles), stats.shape[1]))
     virtual = last * quantiles[:, None]
-    previous = np.clip(np.floor(virtual), 0, None)
-    following = np.clip(previous + 1, 0, None)
-    previous, following = np.where(virtual >= last, last, previous), np.where(virtual >= last, last, following)
+    below = np.floor(virtual)
+    at_top = virtual >= last  # the largest value (and a column with none: its last row, NaN)
+    previous = np.where(at_top, last, np.fmax(below, 0))
+    following = np.where(at_top, last, np.fmax(below, 0) + 1)
     low = np.take_along_axis(ordered, previous.astype(np.intp), axis=0)
     high = np.take_along_axis(ordered, following.astype(np.intp), axis=0)
-    return _lerp(low, high, virtual - np.floor(virtual))
+    return _lerp(low, high, virtual - below)
 
 
 def _lerp(low: np.ndarray, high: np.ndarray, gamma: np.ndarray) -> np.ndarray:
