@@ -14,7 +14,7 @@ from producers.collectors.health import AgentHealthCollector, OwnCommandsCollect
 from producers.registry import CollectorRegistry
 from producers.sampler import TickStats, run_schedule
 from producers.source_table import default_collectors
-from schemas.records import Catalog, Frame
+from schemas.agent_records import Catalog, Frame
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Callable
 import numpy as np
 
 from producers.collectors.base import Collector
-from schemas.records import Catalog, Channel
+from schemas.agent_records import Catalog, Channel
 
 log = logging.getLogger(__name__)
 

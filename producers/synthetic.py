@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from schemas.records import Catalog, Channel, Frame
+from schemas.agent_records import Catalog, Channel, Frame
 
 
 @dataclass(frozen=True)

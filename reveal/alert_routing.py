@@ -17,10 +17,12 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from schemas.records import Alert
 from stream_jobs.engine.severity import CRITICAL_AT, severity_word
+
+if TYPE_CHECKING:  # the records' codecs (fastavro) stay out of commands that only parse their options
+    from schemas.records import Alert
 
 __all__ = ["AlertFilter", "EventLedger", "WebhookSender", "WebhookRefused", "alertmanager_api_payload",
            "alertmanager_payload", "describe", "slack_payload", "PAYLOADS"]

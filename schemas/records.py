@@ -1,106 +1,20 @@
-"""Frozen dataclasses mirroring the Avro records, with their encoders and validating decoders."""
+"""Frozen dataclasses mirroring the Avro records, with their encoders and validating decoders (the agent's own
+records, catalogs and frames, live in schemas.agent_records and are re-exported here)."""
 
 from __future__ import annotations
 
-import zlib
-from dataclasses import asdict, dataclass, field
-from functools import cached_property, lru_cache
+from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 
+from schemas.agent_records import (CATALOG_SCHEMA_FINGERPRINT, CHANNEL_KINDS, FRAME_SCHEMA_FINGERPRINT, VALUE_DTYPE,
+                                   Catalog, Channel, Frame, catalog_fingerprint, encode_catalog, encode_frame,
+                                   shared_channel)
 from schemas.channels import SUBSYSTEMS
-from schemas.codec import AvroCodec, DecodeError, avro_long, load_schema
+from schemas.codec import AvroCodec, DecodeError, load_schema
 
-VALUE_DTYPE = np.dtype("<f8")
 DEPARTURE_DTYPE = np.dtype("<f4")
-CHANNEL_KINDS = ("gauge", "counter", "event", "static")
-
-
-@dataclass(frozen=True)
-class Channel:
-    """One time series of a host: what it measures, where, and how its values behave."""
-
-    name: str
-    subsystem: str
-    kind: str
-    unit: str = ""
-    device: str = ""
-
-    def __post_init__(self):
-        if self.subsystem not in SUBSYSTEMS:
-            raise ValueError(f"channel {self.name!r}: subsystem {self.subsystem!r} is not one of {SUBSYSTEMS}")
-        if self.kind not in CHANNEL_KINDS:
-            raise ValueError(f"channel {self.name!r}: kind {self.kind!r} is not one of {CHANNEL_KINDS}")
-
-
-@lru_cache(maxsize=1 << 16)
-def shared_channel(name: str, subsystem: str, kind: str, unit: str = "", device: str = "") -> Channel:
-    """One Channel per distinct declaration, shared by every catalog that declares it: a fleet's hosts mostly
-    declare the same channels, and each decoded catalog holding its own strings cost ~350 KB per host."""
-    return Channel(name, subsystem, kind, unit, device)
-
-
-@dataclass(frozen=True)
-class Catalog:
-    """The ordered channel list of one host; frames carry its version and values in this order."""
-
-    host: str
-    cluster: str
-    channels: tuple[Channel, ...]
-    interval_s: float = 0.1
-    version: int = field(default=0)
-
-    def __post_init__(self):
-        names = [c.name for c in self.channels]
-        if len(set(names)) != len(names):
-            duplicated = sorted({n for n in names if names.count(n) > 1})
-            raise ValueError(f"catalog of {self.host!r} repeats channel names {duplicated[:5]}")
-        if self.version == 0:
-            object.__setattr__(self, "version", catalog_fingerprint(self.channels))
-
-    @cached_property
-    def names(self) -> tuple[str, ...]:
-        return tuple(c.name for c in self.channels)
-
-    @cached_property
-    def kinds(self) -> tuple[str, ...]:
-        return tuple(c.kind for c in self.channels)
-
-    def to_record(self) -> dict:
-        return {"host": self.host, "cluster": self.cluster, "version": self.version,
-                "interval_s": self.interval_s, "channels": [asdict(c) for c in self.channels]}
-
-    @classmethod
-    def from_record(cls, record: dict) -> "Catalog":
-        channels = tuple(shared_channel(**c) for c in record["channels"])
-        catalog = cls(record["host"], record["cluster"], channels, record["interval_s"])
-        if catalog.version != record["version"]:
-            raise ValueError(f"catalog of {record['host']!r} claims version {record['version']} "
-                             f"but its channels fingerprint to {catalog.version}")
-        return catalog
-
-
-def catalog_fingerprint(channels: tuple[Channel, ...]) -> int:
-    """A stable 31-bit fingerprint of the channel list; equal lists give equal versions on every host."""
-    text = "\n".join(f"{c.name}|{c.subsystem}|{c.kind}|{c.unit}|{c.device}" for c in channels)
-    return zlib.crc32(text.encode()) & 0x7FFFFFFF or 1
-
-
-@dataclass(frozen=True, eq=False)
-class Frame:
-    """One host at one instant: its values (float64) in the order of the catalog named by catalog_version."""
-
-    host: str
-    cluster: str
-    timestamp_ns: int
-    sequence: int
-    catalog_version: int
-    values: np.ndarray
-
-    def to_record(self) -> dict:
-        return {"host": self.host, "cluster": self.cluster, "timestamp_ns": self.timestamp_ns,
-                "sequence": self.sequence, "catalog_version": self.catalog_version,
-                "values": np.asarray(self.values, dtype=VALUE_DTYPE).tobytes()}
 
 
 @dataclass(frozen=True)
@@ -226,31 +140,23 @@ HOST_WINDOW_CODEC = AvroCodec("host_window", older_writer_schemas=(load_schema("
 
 
 FRAME_FIELDS = ("host", "cluster", "timestamp_ns", "sequence", "catalog_version", "values")
-if tuple(f["name"] for f in FRAME_CODEC.schema["fields"]) != FRAME_FIELDS:
-    raise ImportError(f"frame.avsc no longer has the fields {FRAME_FIELDS} that encode_frame writes")
 
 
-def _avro_string(text: str) -> bytes:
-    encoded = text.encode()
-    return avro_long(len(encoded)) + encoded
+def _check_agent_encoders() -> None:
+    """The hand-written encoders of schemas.agent_records still write what the .avsc files say."""
+    for codec, written in ((FRAME_CODEC, FRAME_SCHEMA_FINGERPRINT), (CATALOG_CODEC, CATALOG_SCHEMA_FINGERPRINT)):
+        if codec.fingerprint != written:
+            raise ImportError(f"schemas/avro/{codec.name.rsplit('.', 1)[-1].lower()}.avsc changed (fingerprint now "
+                              f"{codec.fingerprint.hex()}): update schemas/agent_records.py's encoder and fingerprint")
+    if tuple(f["name"] for f in FRAME_CODEC.schema["fields"]) != FRAME_FIELDS:
+        raise ImportError(f"frame.avsc no longer has the fields {FRAME_FIELDS} that encode_frame writes")
+    channel = CATALOG_CODEC.schema["fields"][-1]["type"]["items"]["fields"]
+    if (channel[1]["type"]["symbols"], channel[2]["type"]["symbols"]) != (list(SUBSYSTEMS), list(CHANNEL_KINDS)):
+        raise ImportError("catalog.avsc's Subsystem or ChannelKind symbols differ from schemas.channels.SUBSYSTEMS "
+                          "or CHANNEL_KINDS, which encode_catalog writes by their index")
 
 
-_frame_prefixes: dict[tuple[str, str], bytes] = {}
-
-
-def encode_frame(frame: Frame) -> bytes:
-    """A frame as a single-object message, byte for byte what FRAME_CODEC.encode writes.
-
-    Written out by hand because the agent encodes ten frames a second for ever: the header, host and cluster are
-    cached per host, leaving three varints and the packed values per frame (a fifth of fastavro's cost per frame).
-    """
-    prefix = _frame_prefixes.get((frame.host, frame.cluster))
-    if prefix is None:
-        prefix = _frame_prefixes.setdefault((frame.host, frame.cluster), b"\xc3\x01" + FRAME_CODEC.fingerprint +
-                                            _avro_string(frame.host) + _avro_string(frame.cluster))
-    packed = np.asarray(frame.values, dtype=VALUE_DTYPE).tobytes()
-    return b"".join((prefix, avro_long(frame.timestamp_ns), avro_long(frame.sequence),
-                     avro_long(frame.catalog_version), avro_long(len(packed)), packed))
+_check_agent_encoders()
 
 
 def decode_frame(message: bytes) -> Frame:
@@ -275,10 +181,6 @@ def decode_frame_record(record: dict) -> Frame:
         raise DecodeError(f"frame of {record['host']!r} seq {record['sequence']} carries an infinite value")
     return Frame(record["host"], record["cluster"], record["timestamp_ns"], record["sequence"],
                  record["catalog_version"], values)
-
-
-def encode_catalog(catalog: Catalog) -> bytes:
-    return CATALOG_CODEC.encode(catalog.to_record())
 
 
 def decode_catalog(message: bytes) -> Catalog:

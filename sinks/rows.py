@@ -8,7 +8,7 @@ from typing import Mapping
 
 import numpy as np
 
-from schemas.codec import unsigned_varint
+from schemas.varint import unsigned_varint
 from schemas.records import VALUE_DTYPE, Alert, Anomaly, Catalog, Evidence, Frame
 from sinks.tables import ALERTS, ANOMALIES, CATALOGS, FRAMES
 

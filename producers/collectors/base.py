@@ -19,7 +19,7 @@ import numpy as np
 from producers.fast_read.persistent_file import PersistentFile
 from producers.fast_read.scanned_layout import ScannedLayout, scanner_available
 from producers.fast_read.token_layout import TokenLayout, finite_or_nan
-from schemas.records import Channel
+from schemas.agent_records import Channel
 
 log = logging.getLogger(__name__)
 

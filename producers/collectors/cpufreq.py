@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from producers.collectors.base import SysfsFilesCollector
 from producers.collectors.sysfs_names import numbered_directories
-from schemas.records import Channel
+from schemas.agent_records import Channel
 
 CPU_ROOT = "devices/system/cpu"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from producers.collectors.base import SysfsFilesCollector
 from producers.collectors.cpufreq import CPU_ROOT
 from producers.collectors.sysfs_names import numbered_directories, qualified_where_repeated, read_label, sanitised
-from schemas.records import Channel
+from schemas.agent_records import Channel
 
 
 class CpuIdleCollector(SysfsFilesCollector):

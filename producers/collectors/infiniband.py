@@ -10,7 +10,7 @@ import numpy as np
 from producers.collectors.base import Reading, SysfsFilesCollector
 from producers.collectors.sysfs_names import numbered_directories
 from producers.fast_read.persistent_file import PersistentFile
-from schemas.records import Channel
+from schemas.agent_records import Channel
 
 INFINIBAND = "class/infiniband"
 # PortRcvData and PortXmitData count octets divided by four (IBA PortCounters).

@@ -16,7 +16,7 @@ import numpy as np
 
 from producers.collectors.base import Collector, Reading
 from producers.collectors.sysfs_names import numbered
-from schemas.records import Channel
+from schemas.agent_records import Channel
 
 IA32_MPERF = 0xE7
 IA32_APERF = 0xE8

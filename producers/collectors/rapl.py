@@ -8,7 +8,7 @@ from pathlib import Path
 
 from producers.collectors.base import SysfsFilesCollector
 from producers.collectors.sysfs_names import qualified_where_repeated, read_label, sanitised
-from schemas.records import Channel
+from schemas.agent_records import Channel
 
 POWERCAP = "class/powercap"
 # intel-rapl:<package> and intel-rapl:<package>:<subzone>; the intel-rapl control type itself and the MMIO

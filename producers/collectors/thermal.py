@@ -7,7 +7,7 @@ from pathlib import Path
 
 from producers.collectors.base import SysfsFilesCollector
 from producers.collectors.sysfs_names import numbered_directories, qualified_where_repeated, read_label, sanitised
-from schemas.records import Channel
+from schemas.agent_records import Channel
 
 _TEMP_INPUT = re.compile(r"^temp(\d+)_input$")
 

@@ -17,7 +17,7 @@ import numpy as np
 from producers.agent import Agent, AgentSettings
 from producers.sampler import TickStats, run_schedule
 from producers.publisher import KafkaFramePublisher
-from schemas.records import Catalog, Frame
+from schemas.agent_records import Catalog, Frame
 from schemas.topics import TopicNames, ensure_topics
 
 WARMUP_S = 10.0

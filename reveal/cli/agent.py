@@ -7,7 +7,6 @@ import logging
 from pathlib import Path
 
 from producers.agent import Agent, FanOutSink
-from producers.recording import RecordingWriter
 from producers.publisher import KafkaFramePublisher
 from schemas.topics import BrokerUnavailable, TopicNames, ensure_topics
 from reveal.cli.options import (StopFlag, add_agent_options, add_kafka_options, agent_settings, kafka_security,
@@ -58,7 +57,11 @@ def handle(args) -> int:
                                     spool_dir=spool_dir, spool_max_bytes=args.spool_max_mb << 20,
                                     start_spooling=not reachable,
                                     before_replay=None if reachable else lambda: ensure_topics(admin, topics))
-    recording = RecordingWriter(args.record) if args.record else None
+    recording = None
+    if args.record:
+        from producers.recording import RecordingWriter  # fastavro's container writer only when recording
+
+        recording = RecordingWriter(args.record)
     agent = Agent(settings, FanOutSink(publisher, recording) if recording else publisher)
     metrics = None
     if args.metrics_listen:

@@ -10,7 +10,6 @@ from urllib.parse import urlparse
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, TopicPartition
 
-from schemas.records import decode_alert
 from schemas.topics import BrokerUnavailable, TopicNames
 from reveal.alert_routing import (PAYLOADS, AlertFilter, EventLedger, WebhookRefused, WebhookSender,
                                        describe)
@@ -163,6 +162,8 @@ def _partitions(consumer: Consumer, topic: str, bootstrap: str) -> list[int]:
 
 def _decoded(message):
     """The alert a record holds, or None (told once per record) when it does not decode."""
+    from schemas.records import decode_alert  # fastavro, loaded once the command reads alerts
+
     try:
         return decode_alert(message.value())
     except Exception as error:  # a foreign or corrupt record: told, skipped, left on the topic

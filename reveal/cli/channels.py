@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from schemas.records import Catalog
+from schemas.agent_records import Catalog
 from reveal.cli.options import DSN_HELP, add_agent_options, agent_settings
 from reveal.cli.sql import PRINTERS, open_reader
 

@@ -6,7 +6,6 @@ import logging
 import os
 
 from producers.agent import Agent
-from producers.recording import RecordingWriter
 from reveal.cli.options import StopFlag, add_agent_options, agent_settings, output_file, positive_seconds
 
 log = logging.getLogger(__name__)
@@ -28,6 +27,7 @@ def register(commands) -> None:
 
 
 def handle(args) -> int:
+    from producers.recording import RecordingWriter  # fastavro's container writer, loaded by this command alone
     from reveal.cli import CommandError
 
     if os.path.exists(args.out) and not args.overwrite:

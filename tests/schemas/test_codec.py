@@ -8,7 +8,8 @@ import struct
 import fastavro
 import pytest
 
-from schemas.codec import AvroCodec, DecodeError, avro_long, load_schema, unsigned_varint
+from schemas.codec import AvroCodec, DecodeError, load_schema
+from schemas.varint import avro_long, unsigned_varint
 from schemas.records import Frame, decode_frame
 
 

@@ -143,3 +143,15 @@ def test_a_command_reads_no_package_metadata_unless_asked_for_the_version():
             "print('importlib.metadata' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_the_agent_s_process_never_loads_fastavro():
+    code = ("import sys\nfrom reveal.cli import build_parser\n"
+            "args = build_parser().parse_args(['agent', '--bootstrap', '127.0.0.1:9092'])\n"
+            "import producers.agent, producers.publisher, producers.source_table, producers.metrics\n"
+            "from producers.synthetic import synthetic_catalog\n"
+            "from schemas.agent_records import encode_catalog\n"
+            "encode_catalog(synthetic_catalog('h'))\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastavro', 'sklearn', 'faust', 'chdb')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
