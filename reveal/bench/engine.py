@@ -82,7 +82,5 @@ def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -
 
 
 def watch_history_bytes(pipeline: HostPipeline) -> float:
-    """What the channel watch's history and recent windows hold once full (float32 rows of every watched column)."""
-    columns = len(pipeline.watch.event_floor)
-    rows = pipeline.watch._history.maxlen + pipeline.watch._recent.maxlen
-    return float(rows * columns * 4)
+    """What the channel watch's kept windows hold once full (float32 rows of every watched column)."""
+    return float(pipeline.watch.kept.bytes_once_full(len(pipeline.watch.event_floor)))

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
@@ -43,6 +42,7 @@ from scipy.stats import norm
 
 from stream_jobs.engine.calibration import Calibration, calibrated_limit, unseen_drift_widening
 from stream_jobs.engine.column_stats import column_quantiles
+from stream_jobs.engine.kept_windows import KeptWindows
 from stream_jobs.engine.wander import trimmed, wander
 
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
@@ -244,8 +244,8 @@ class ChannelWatch:
         self.streak = np.zeros(len(self.event_floor), dtype=np.int64)
         self.out_share = np.zeros(len(self.event_floor))
         self._share_step = 1.0 - (1.0 - settings.adopt_share) ** (1.0 / self.timing.adopt_after)
-        self._history: deque = deque(maxlen=self.timing.history_windows)
-        self._recent: deque = deque(maxlen=max(2, self.timing.adopt_after // self.timing.history_stride))
+        self.kept = KeptWindows(self.timing.history_windows,
+                                max(2, self.timing.adopt_after // self.timing.history_stride))
         self._windows = 0
         self.last_observed = np.zeros(len(self.event_floor))
         self._unwidened, self.learned_s, self._judged_at_fit = math.inf, 0.0, 0
@@ -263,8 +263,7 @@ class ChannelWatch:
         self._judged_at_fit = self._windows
         self.bands = bands.with_limit(self._widened())
         self.out_share[:] = 0.0
-        self._history.clear()
-        self._history.extend(stats.astype(np.float32)[::-self.timing.history_stride][::-1])
+        self.kept.seed(stats[::-self.timing.history_stride][::-1])
         self.streak[:] = 0
         return self
 
@@ -348,9 +347,9 @@ class ChannelWatch:
     def _adopt(self, changed: np.ndarray) -> None:
         """Columns that left their model for good take in their recent level: the median moves to it, and the
         allowed distances widen to hold both what was normal and what is now, so a return is not a new departure."""
-        if not changed.any() or len(self._recent) < 2:
+        if not changed.any() or self.kept.recent_count < 2:
             return
-        recent = np.asarray(self._recent, dtype=np.float64)[:, changed]
+        recent = self.kept.recent()[:, changed]
         fresh = ChannelBands.fit(recent, self.event_floor[changed], self.settings)
         old, limit = self.bands, self.bands.limit
         with warnings.catch_warnings():
@@ -370,8 +369,7 @@ class ChannelWatch:
         adoption all of them."""
         self._windows += 1
         if self._windows % self.timing.history_stride == 0:
-            self._recent.append(np.asarray(values, dtype=np.float32))
-            self._history.append(np.where(departing, np.nan, values).astype(np.float32))
+            self.kept.remember(values, departing)
 
     def refit(self) -> bool:
         """Follow slow drift: each column's median is learned again from the history, and its noise scales widen to
@@ -379,9 +377,9 @@ class ChannelWatch:
         baseline, so it never narrows one); a column with too few windows in it keeps its own, and the limit stays
         as calibrated but for the widening of a model learned from less than the drift horizon, which narrows as the
         host is watched longer. The caller decides when, so that a replay refits where the live run did."""
-        if len(self._history) < 10:
+        if self.kept.history_count < 10:
             return False
-        history = np.asarray(self._history, dtype=np.float64)
+        history = self.kept.history()
         fresh = ChannelBands.fit(history, self.event_floor, self.settings, limit=self.bands.limit,
                                  horizon_rows=max(1, self.timing.drift_horizon // self.timing.history_stride))
         keep = np.isfinite(history).sum(axis=0) < 10
