@@ -1,15 +1,12 @@
 """Avro single-object encoding: a reader resolves data of the older writer schemas it knows, refuses unknown writer
-schemas and payloads that are not single-object messages, and its varints are Avro's."""
+schemas and payloads that are not single-object messages."""
 
 import copy
-import io
 import struct
 
-import fastavro
 import pytest
 
 from schemas.codec import AvroCodec, DecodeError, load_schema
-from schemas.varint import avro_long, unsigned_varint
 from schemas.records import Frame, decode_frame
 
 
@@ -38,16 +35,3 @@ def test_reader_rejects_unknown_writer_schema():
 def test_non_avro_payloads_are_rejected_with_reason(payload, reason):
     with pytest.raises(DecodeError, match=reason):
         decode_frame(payload)
-
-
-@pytest.mark.parametrize("number, encoded", [(0, b"\x00"), (1, b"\x01"), (127, b"\x7f"), (128, b"\x80\x01"),
-                                             (300, b"\xac\x02")])
-def test_unsigned_varint_is_leb128(number, encoded):
-    assert unsigned_varint(number) == encoded
-
-
-@pytest.mark.parametrize("number", [0, 1, -1, 63, -64, 64, 2**31, -(2**63), 2**63 - 1])
-def test_avro_long_matches_fastavro(number):
-    buffer = io.BytesIO()
-    fastavro.schemaless_writer(buffer, "long", number)
-    assert avro_long(number) == buffer.getvalue()
