@@ -27,6 +27,9 @@ RETAINED_TABLES = ("frames", "windows")
 # new threads: a step of a gigabyte of committed memory (their stacks) and a burst of file deletions on the host
 # Reveal watches. Cleaning every few seconds removes a few parts at a time, steadily, as part of the run's baseline.
 STEADY_CLEANUP = "cleanup_delay_period = 1, cleanup_delay_period_random_add = 1, max_cleanup_delay_period = 5"
+# Settings tables.sql gives a table that an earlier version's table lacks and that can change after creation (a
+# frames table keeps the granule size it was made with).
+LATER_SETTINGS = {"frames": "merge_max_block_size = 1024"}
 # Tables written as RowBinary built here rather than through clickhouse-connect's per-value column writers.
 ROW_BINARY_TABLES = {"frames": frame_rows_binary}
 
@@ -116,7 +119,8 @@ class ClickHouseWriter:
         for statement in create_statements(self.database):
             self.command(statement)
         for table in COLUMNS:  # tables made by an earlier version are brought to the same settings
-            self.command(f"ALTER TABLE {self.database}.{table} MODIFY SETTING {STEADY_CLEANUP}")
+            settings = ", ".join(filter(None, (STEADY_CLEANUP, LATER_SETTINGS.get(table))))
+            self.command(f"ALTER TABLE {self.database}.{table} MODIFY SETTING {settings}")
         self.command(f"USE {self.database}")  # the embedded session keeps it
         self.client.database = self.database  # a server client sends it with every query
 

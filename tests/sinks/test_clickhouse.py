@@ -173,3 +173,25 @@ def test_retired_parts_are_removed_within_seconds_not_in_one_burst_minutes_later
     settings = writer.query("SELECT create_table_query FROM system.tables WHERE database = {d:String} "
                             "AND name = 'windows'", {"d": database})[1][0][0]
     assert "max_cleanup_delay_period = 5" in settings
+
+
+def test_frames_merge_in_small_blocks_also_in_a_table_made_before_the_setting(chdb_dsn, database):
+    """A frame is a wide array, so the frames table merges in 1,024-row blocks of at most 1 MB granules; a frames
+    table made without them gets the merge block size (its granules stay as they were made)."""
+    def frames_settings(writer: ClickHouseWriter) -> str:
+        return writer.query("SELECT create_table_query FROM system.tables WHERE database = {d:String} "
+                            "AND name = 'frames'", {"d": database})[1][0][0]
+
+    writer = ClickHouseWriter(chdb_dsn, database)
+    fresh = frames_settings(writer)
+    assert "index_granularity_bytes = 1048576" in fresh and "merge_max_block_size = 1024" in fresh
+    writer.command(f"DROP TABLE {database}.frames")
+    writer.command(f"CREATE TABLE {database}.frames (host String, ts DateTime64(9), sequence UInt64, "
+                   "values Array(Float64)) ENGINE = ReplacingMergeTree ORDER BY (host, ts, sequence)")
+    assert "merge_max_block_size" not in frames_settings(writer)
+    writer.close()
+    writer = ClickHouseWriter(chdb_dsn, database)
+    try:
+        assert "merge_max_block_size = 1024" in frames_settings(writer)
+    finally:
+        writer.close()
