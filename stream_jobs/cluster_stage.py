@@ -37,8 +37,8 @@ EVIDENCE_LIMIT = 5
 # An incident quiet for this many windows beyond its close is held for its symptom's return (5 minutes in all at 1 s
 # windows): a lasting change that flickers in and out of its band is one incident, not a page each time it returns
 RECUR_WITHIN_WINDOWS = 270
-# A lossy link's effects on its peers (their own loss verdicts, a receiver's changed receive path) show this many windows
-# after its loss verdict opens at the latest (a minute)
+# A lossy link's effects on its peers (their own loss verdicts, a receiver's changed receive path) show this many
+# windows after its loss verdict opens at the latest (a minute)
 LOSS_EFFECTS_WITHIN_WINDOWS = 60
 # An incident that has lasted this many windows (a minute) is closed by a window led by a channel it never held, which
 # opens its own: a lasting change not yet adopted (page cache a write filled) must not absorb the next fault
@@ -63,6 +63,7 @@ class ClusterStage:
         self._began: dict[str, dict[str, int]] = defaultdict(dict)
         self._owner: dict[str, dict[str, str]] = defaultdict(dict)
         self._departing: dict[str, dict[int, dict[str, frozenset[str]]]] = defaultdict(dict)
+        self._latest_departing: dict[str, dict[str, frozenset[str]]] = defaultdict(dict)
         self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
         # peer findings and loss alarms already ask for persistence; one window of either opens an incident
         self.incidents = IncidentTracker(open_after=1, close_after=30, recur_within=RECUR_WITHIN_WINDOWS,
@@ -111,7 +112,7 @@ class ClusterStage:
         departing = self._departing[cluster].setdefault(summary.window_id, {})
         if summary.host in departing:
             return StageOutput()  # the same window again (a restarted worker publishes it twice)
-        departing[summary.host] = departing_channels(summary)
+        departing[summary.host] = self._departing_of(cluster, summary)
         output = self._host_incidents(cluster, summary.window_id, [summary])
         output.alerts = self.peer_effects.told(cluster, summary.window_id, output.alerts)
         return output
@@ -133,7 +134,7 @@ class ClusterStage:
         compared = [HostSummary(h, window_id, summaries[h].names, summaries[h].means, summaries[h].departures is None)
                     for h in hosts]
         findings = {f.host: f for f in map(self._not_told_already, comparator.compare(window_id, compared)) if f}
-        self._keep_departing(cluster, window_id, {host: departing_channels(summaries[host]) for host in hosts})
+        self._keep_departing(cluster, window_id, {host: self._departing_of(cluster, summaries[host]) for host in hosts})
         output = self._host_incidents(cluster, window_id, [summaries[h] for h in hosts])
         for difference in comparator.take_configuration():
             anomaly = configuration_anomaly(summaries[difference.host], difference)
@@ -169,6 +170,15 @@ class ClusterStage:
             return None
         channels, z = zip(*kept)
         return replace(finding, channels=channels, z=z)
+
+    def _departing_of(self, cluster: str, summary: HostWindow) -> frozenset[str]:
+        """The host's departing channels in the window; the very set of its previous window when they are the same,
+        so that a departure lasting minutes is held once, not once per kept window."""
+        departing, latest = departing_channels(summary), self._latest_departing[cluster]
+        if latest.get(summary.host) == departing:
+            return latest[summary.host]
+        latest[summary.host] = departing
+        return departing
 
     def _keep_departing(self, cluster: str, window_id: int, departing: dict[str, frozenset[str]]) -> None:
         kept = self._departing[cluster]

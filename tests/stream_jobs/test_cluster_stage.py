@@ -326,3 +326,21 @@ def test_a_quiet_incident_takes_back_its_own_channels_but_not_a_new_faults():
     assert [((a.start_ns - T0) // 10**9, a.subsystem) for a in opened] == [(10, "cpu"), (110, "storage")]
     resumed = [_host_window(w, {"cpu.busy": 20.0} if 10 <= w < 30 or 110 <= w < 130 else {}) for w in range(220)]
     assert [((a.start_ns - T0) // 10**9) for a in _opened(resumed)] == [10]
+
+
+def test_a_departure_that_lasts_is_kept_once_for_all_its_windows():
+    """The departing channels kept for late summaries and onsets are one set while they stay the same: a departure
+    lasting the 600 kept windows costs a cluster one set per host, not 600."""
+    stage = ClusterStage()
+    for window_id in range(40):
+        for host in ("h0", "h1", "h2"):
+            departing = {"cpu.busy": 3.0} if host == "h0" and window_id >= 10 else {}
+            if host == "h0" and window_id >= 25:
+                departing["net.tx_bytes"] = 2.0
+            stage.on_host_window(_window(host, window_id, departing, ()))
+    stage.flush()
+    kept = stage._departing["c"]
+    sets = {id(kept[w]["h0"]) for w in range(10, 25) if "h0" in kept.get(w, {})}
+    later = {id(kept[w]["h0"]) for w in range(25, 40) if "h0" in kept.get(w, {})}
+    assert len(sets) == 1 and len(later) == 1 and sets != later
+    assert kept[30]["h0"] == frozenset({"cpu.busy", "net.tx_bytes"}) and kept[12]["h0"] == frozenset({"cpu.busy"})
