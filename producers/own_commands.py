@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,8 @@ NS_PER_S = 1_000_000_000
 # same tick of the file system's clock leaves the mtime as it was).
 RESCAN_EVERY_S = 10.0
 UNSETTLED_S = 1.0
+# A folder that could neither be found nor made is looked for again this often.
+REOPEN_EVERY_S = 1.0
 
 
 def commands_folder() -> Path:
@@ -101,6 +104,9 @@ class CommandLedger:
         self._seen: dict[str, _Seen] = {}
         self._ended_s = 0.0
         self._read_folder_at: tuple[int, int] | None = None  # (the folder's mtime, when it was read), both in ns
+        self._folder_fd: int | None = None
+        self._closer: weakref.finalize | None = None
+        self._open_again_at_ns = 0
 
     def running_seconds(self, now_ns: int | None = None) -> float:
         """Seconds of commands run so far: those that ended, plus the elapsed time of those running now."""
@@ -120,17 +126,42 @@ class CommandLedger:
                 self._end(seen, now_ns)
 
     def _folder_unchanged(self, now_ns: int) -> bool:
-        """Whether the folder is as it was when last read, and settled: nothing in it needs reading now."""
-        try:
-            mtime_ns = os.stat(self.folder).st_mtime_ns
-        except OSError:
-            return False
+        """Whether the folder is as it was when last read, and settled: nothing in it needs reading now (also when
+        there is no folder, so nothing to read)."""
+        mtime_ns = self._folder_mtime_ns(now_ns)
+        if mtime_ns is None:
+            return True
         last = self._read_folder_at
         unchanged = last is not None and last[0] == mtime_ns and now_ns - last[1] < RESCAN_EVERY_S * NS_PER_S \
             and now_ns - mtime_ns > UNSETTLED_S * NS_PER_S
         if not unchanged:
             self._read_folder_at = (mtime_ns, now_ns)
         return unchanged
+
+    def _folder_mtime_ns(self, now_ns: int) -> int | None:
+        """The folder's mtime through a descriptor kept open (one fstat a tick, no path walk), the folder made as a
+        command would make it when missing; None while it cannot be, tried again once a second."""
+        if self._folder_fd is not None:
+            status = os.fstat(self._folder_fd)
+            if status.st_nlink:
+                return status.st_mtime_ns
+            self.close()  # removed (a /tmp cleaner): notes go to a new folder of that name
+        if now_ns < self._open_again_at_ns:
+            return None
+        try:
+            _shared_folder(self.folder)
+            self._folder_fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            self._open_again_at_ns = now_ns + REOPEN_EVERY_S * NS_PER_S
+            return None
+        self._closer = weakref.finalize(self, os.close, self._folder_fd)
+        return os.fstat(self._folder_fd).st_mtime_ns
+
+    def close(self) -> None:
+        """Let go of the folder's descriptor."""
+        if self._closer is not None:
+            self._closer()
+        self._folder_fd, self._closer = None, None
 
     def _read_folder(self, now_ns: int) -> None:
         try:

@@ -3,7 +3,8 @@
 A source read less often than every tick holds its last values in the frames between reads. Frames list every
 source's channels in source order, so a catalog is the concatenation of the sources' channel lists. A source whose reads
 take more than its time budget is read less often (its interval doubles, up to a limit), so one slow source cannot
-stall the tick.
+stall the tick. Sources read from files whose layout the compiled scanner holds are read together, in one call per
+tick straight into the frame (a ScanBatch); a file the batch cannot vouch for is read again by its collector.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from producers.collectors.base import Collector
+from producers.fast_read.scanned_layout import ScannedLayout, new_batch
 from schemas.agent_records import Catalog, Channel
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ class SourceState:
     slowdowns: int = 0
     overruns_in_a_row: int = 0
     cpu_s: float = 0.0
+    batch_index: int = -1  # its entry in the registry's ScanBatch, -1 when its collector reads it
 
 
 class CollectorRegistry:
@@ -54,7 +57,7 @@ class CollectorRegistry:
 
     def __init__(self, collectors: list[Collector], host: str, cluster: str, interval_s: float,
                  source_intervals: dict[str, float] | None = None, budget_fraction: float = 0.25,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, batch_reads: bool = True):
         self.host, self.cluster, self.interval_s = host, cluster, interval_s
         unknown = sorted(set(source_intervals or {}) - {c.source for c in collectors})
         if unknown:
@@ -66,6 +69,9 @@ class CollectorRegistry:
         self._width = 0
         self._frame = np.empty(0)
         self.catalog = Catalog(host, cluster, (), interval_s, version=1)
+        self._batch = new_batch() if batch_reads else None
+        self._batched: list[tuple[SourceState, ScannedLayout, int]] = []
+        self._replan = False
 
     @property
     def collectors(self) -> list[Collector]:
@@ -82,10 +88,15 @@ class CollectorRegistry:
         """Every channel's value in catalog order (held from the last read for sources not due at this tick, NaN
         where unread), and whether the catalog changed."""
         changed = False
+        if self._batched:
+            trouble = self._batch.read(tick, self._frame)
+            if trouble is not None:
+                changed |= self._after_batch(*trouble)
         for source in self.sources:
-            if tick % source.every_ticks == 0:
+            if source.batch_index < 0 and tick % source.every_ticks == 0:
                 changed |= self._read_into(source)
         if changed:
+            self._keep_batched_values()
             self._rebuild_catalog()
             self._frame = np.concatenate([np.asarray(s.values, dtype=np.float64) for s in self.sources]) \
                 if self.sources else np.empty(0)
@@ -95,7 +106,17 @@ class CollectorRegistry:
                 if source.fresh:
                     frame[source.start:source.end] = source.values
                     source.fresh = False
+        if (changed or self._replan) and self._batch is not None:
+            self._plan_batch()
         return self._frame.copy(), changed
+
+    def read_costs(self) -> dict[str, tuple[int, float]]:
+        """Reads of each source so far and the seconds they took, by source name (batched reads included)."""
+        costs = {s.collector.source: (s.reads, s.cpu_s) for s in self.sources}
+        for source, _, _ in self._batched:
+            reads, seconds = self._batch.cost(source.batch_index)
+            costs[source.collector.source] = (source.reads + reads, source.cpu_s + seconds)
+        return costs
 
     def close(self) -> None:
         for source in self.sources:
@@ -118,6 +139,45 @@ class CollectorRegistry:
         self._keep_within_budget(source, self._clock() - started)
         return changed
 
+    def _after_batch(self, failed: list[int], slow: list[int]) -> bool:
+        """Read again, through their collectors, the files the batch could not vouch for; slow down the batched
+        sources that kept running over budget. True when a channel list changed."""
+        changed = False
+        for index in failed:
+            source, scanned, fd = self._batched[index]
+            changed |= self._read_into(source)
+            self._replan |= source.collector.scan_plan() != (scanned, fd)
+        for index in slow:
+            source = self._batched[index][0]
+            reads, seconds = self._batch.cost(index)
+            self._slow_down(source, seconds / max(reads, 1))
+            self._batch.schedule(index, source.every_ticks, round(source.budget_s * 1e9))
+        return changed
+
+    def _keep_batched_values(self) -> None:
+        """Before the frame is laid out afresh: the batched sources' values are those the batch wrote into it."""
+        for source, _, _ in self._batched:
+            if not source.fresh:
+                source.values = self._frame[source.start:source.end].copy()
+
+    def _plan_batch(self) -> None:
+        """Give every source whose collector offers a scanned file an entry in the batch, at its place in the frame."""
+        for source, _, _ in self._batched:
+            reads, seconds = self._batch.cost(source.batch_index)
+            source.reads, source.cpu_s = source.reads + reads, source.cpu_s + seconds
+            source.batch_index = -1
+        self._batch.clear()
+        self._batched = []
+        for source in self.sources:
+            plan = source.collector.scan_plan()
+            if plan is None or plan[0].names != source.names:
+                continue
+            source.batch_index = len(self._batched)
+            plan[0].put_into(self._batch, source.batch_index, plan[1], source.start, source.every_ticks,
+                             round(source.budget_s * 1e9))
+            self._batched.append((source, *plan))
+        self._replan = False
+
     def _rebuild_catalog(self) -> None:
         owner: dict[str, Collector] = {}
         channels: list[Channel] = []
@@ -138,10 +198,14 @@ class CollectorRegistry:
         read is a hiccup of the machine, not of the source)."""
         source.cpu_s += elapsed_s
         source.overruns_in_a_row = source.overruns_in_a_row + 1 if elapsed_s > source.budget_s else 0
-        if source.overruns_in_a_row < OVERRUNS_BEFORE_SLOWDOWN or \
-                source.every_ticks * self.interval_s >= MAX_SOURCE_INTERVAL_S:
+        if source.overruns_in_a_row >= OVERRUNS_BEFORE_SLOWDOWN:
+            source.overruns_in_a_row = 0
+            self._slow_down(source, elapsed_s)
+
+    def _slow_down(self, source: SourceState, elapsed_s: float) -> None:
+        """Read the source half as often, up to MAX_SOURCE_INTERVAL_S between reads."""
+        if source.every_ticks * self.interval_s >= MAX_SOURCE_INTERVAL_S:
             return
-        source.overruns_in_a_row = 0
         source.every_ticks *= 2
         source.budget_s *= 2
         source.slowdowns += 1

@@ -70,6 +70,10 @@ class Collector(ABC):
     def describe(self, name: str) -> Channel:
         return self._channels[name]
 
+    def scan_plan(self) -> tuple[ScannedLayout, int] | None:
+        """The scanned layout and open descriptor a batch can read this source with; None: the collector reads it."""
+        return None
+
     def files(self) -> tuple[Path, ...]:
         """The kernel files one read goes through, where the source is files (for measuring the kernel's share)."""
         return ()
@@ -167,6 +171,13 @@ class ProcTextCollector(Collector):
         if self._scanned is None and self._layout is not None and scanner_available():
             self._scanned = ScannedLayout(self._layout, data, self._file.size)
         return reading
+
+    def scan_plan(self) -> tuple[ScannedLayout, int] | None:
+        """The scanned layout and open descriptor a batch can read this source with, while one holds; None for a
+        subclass that reworks the values after reading (it reads on its own)."""
+        if self._scanned is None or type(self).read is not ProcTextCollector.read:
+            return None
+        return self._scanned, self._file.fileno()
 
     def _parse(self, data: bytes) -> Reading:
         """The values of the file's text by the cached layout, or by a layout learnt afresh when it no longer fits."""

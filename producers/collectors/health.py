@@ -4,9 +4,11 @@ Reveal's own commands have run on the host (so that their load is not taken for 
 from __future__ import annotations
 
 import resource
+from pathlib import Path
 from typing import Callable
 
 from producers.collectors.base import Collector
+from producers.fast_read.persistent_file import PersistentFile
 from producers.own_commands import CommandLedger
 from schemas.channels import AGENT_SUBSYSTEM, OWN_COMMANDS_SECONDS
 
@@ -17,11 +19,10 @@ _UNITS = {"agent.tick_lag_ms": ("gauge", "ms"), "agent.ticks_skipped": ("event",
           "agent.dropped_frames": ("event", "frames"), OWN_COMMANDS_SECONDS: ("counter", "s")}
 
 
-def resident_bytes() -> float:
+def resident_bytes(statm: PersistentFile) -> float:
     """The agent's memory in use now (resident set, /proc/self/statm), not its high-water mark, which only rises."""
     try:
-        with open("/proc/self/statm", "rb") as statm:
-            return float(int(statm.read().split()[1]) * resource.getpagesize())
+        return float(int(statm.read().split()[1]) * resource.getpagesize())
     except (OSError, IndexError, ValueError):
         return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
@@ -35,10 +36,11 @@ class AgentHealthCollector(Collector):
     def __init__(self, *providers: Callable[[], dict[str, float]]):
         super().__init__()
         self.providers = providers
+        self._statm = PersistentFile(Path("/proc/self/statm"))
 
     def collect(self) -> dict[str, float]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        values = {"agent.cpu_time_us": (usage.ru_utime + usage.ru_stime) * 1e6, "agent.rss_bytes": resident_bytes()}
+        values = {"agent.cpu_time_us": (usage.ru_utime + usage.ru_stime) * 1e6, "agent.rss_bytes": resident_bytes(self._statm)}
         for provider in self.providers:
             values.update(provider())
         out: dict[str, float] = {}
@@ -46,6 +48,9 @@ class AgentHealthCollector(Collector):
             kind, unit = _UNITS.get(name, ("gauge", ""))
             self._put(out, name, "", float(value), AGENT_SUBSYSTEM, kind, unit)
         return out
+
+    def close(self) -> None:
+        self._statm.close()
 
 
 class OwnCommandsCollector(Collector):
@@ -63,3 +68,6 @@ class OwnCommandsCollector(Collector):
         kind, unit = _UNITS[OWN_COMMANDS_SECONDS]
         self._put(out, OWN_COMMANDS_SECONDS, "", self.ledger.running_seconds(), AGENT_SUBSYSTEM, kind, unit)
         return out
+
+    def close(self) -> None:
+        self.ledger.close()

@@ -11,6 +11,8 @@ import re
 import numpy as np
 
 from producers.collectors.base import Field, ProcTextCollector, Reading
+from producers.fast_read.scanned_layout import ScannedLayout
+from producers.fast_read.token_layout import TokenLayout
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -33,6 +35,7 @@ class InterruptsCollector(ProcTextCollector):
         super().__init__(procfs, sysfs)
         self.busiest_lines = busiest_lines
         self._shape_of: tuple | None = None
+        self._summary_plan: tuple[ScannedLayout, ScannedLayout | None] | None = None
 
     def fields(self, lines):
         """Per-CPU counts of every line first, then the one-value lines (ERR, MIS), wherever they stand."""
@@ -59,6 +62,35 @@ class InterruptsCollector(ProcTextCollector):
         matrix = counts.reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
         singles = np.asarray(raw.values[per_cpu:], dtype=np.float64)
         return Reading(names, np.concatenate([matrix.sum(axis=0), matrix[busiest_rows].ravel(), singles]))
+
+    def scan_plan(self) -> tuple[ScannedLayout, int] | None:
+        """The summary scanned straight from the file: each per-CPU count is added into its CPU's total and, on a
+        busiest line, also kept in its own channel, as `read` computes it."""
+        raw = self._scanned
+        if raw is None or self._shape_of is None or self._shape_of[0] is not raw.names:
+            return None
+        if self._summary_plan is None or self._summary_plan[0] is not raw:
+            self._summary_plan = (raw, self._summary_scan(raw))
+        summary = self._summary_plan[1]
+        return None if summary is None else (summary, self._file.fileno())
+
+    def _summary_scan(self, raw: ScannedLayout) -> ScannedLayout | None:
+        _, names, per_cpu, busiest_rows = self._shape_of
+        layout, cpus, data = self._layout, self._cpus, raw.text()
+        if data is None or not cpus or layout.scales is not None:
+            return None
+        at = layout.value_positions
+        picks = [(at[index], index % cpus, True) for index in range(per_cpu)]
+        picks += [(at[row * cpus + cpu], rank * cpus + cpu, False)
+                  for rank, row in enumerate(busiest_rows, start=1) for cpu in range(cpus)]
+        first_single = (1 + len(busiest_rows)) * cpus
+        picks += [(at[index], first_single + index - per_cpu, False) for index in range(per_cpu, len(at))]
+        if not picks:
+            return None
+        positions, slots, adds = (list(column) for column in zip(*picks))
+        summary = TokenLayout(names, layout.token_count, positions, layout.label_positions, layout.labels, None,
+                              layout.base)
+        return ScannedLayout(summary, data, raw.read_size, slots, adds)
 
     def _summary_layout(self, raw: Reading):
         """Names of the summary channels for a raw layout: totals, busiest lines, one-value lines."""

@@ -116,7 +116,8 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     lags = np.array(run_stats.lags) * 1e3
     result.jitter_p50_ms, result.jitter_p99_ms = float(np.percentile(lags, 50)), float(np.percentile(lags, 99))
     result.ticks_skipped = run_stats.skipped
-    result.per_source_cpu_us = {s.collector.source: 1e6 * s.cpu_s / max(s.reads, 1) for s in agent.registry.sources}
+    result.per_source_cpu_us = {source: 1e6 * seconds / max(reads, 1)
+                               for source, (reads, seconds) in agent.registry.read_costs().items()}
     progress(f"measuring the kernel's floor: the same files read bare on the same schedule for {duration_s:g} s …")
     result.kernel_floor_files, result.kernel_floor_cpu_seconds = kernel_floor(agent, duration_s)
     agent.close()
@@ -172,24 +173,33 @@ def _process_cpu_seconds(pid: int) -> float:
 
 def kernel_floor(agent: Agent, duration_s: float) -> tuple[int, float]:
     """CPU seconds that merely reading the agent's files costs on the agent's schedule: each file pread once per due
-    tick, nothing parsed or sent. It is what the kernel charges to generate /proc and /sys text, the part of the
-    agent's figure that no parser can remove."""
+    tick, nothing parsed or sent, in one compiled call a tick (as the agent's own batch reads them). It is what the
+    kernel charges to generate /proc and /sys text, the part of the agent's figure that no parser can remove."""
+    from producers.fast_read.scanned_layout import _tokenscan
     interval = agent.settings.interval_s
-    schedule = [(os.open(path, os.O_RDONLY | os.O_CLOEXEC), source.every_ticks)
-                for source in agent.registry.sources for path in source.collector.files()]
+    opened = [(os.open(path, os.O_RDONLY | os.O_CLOEXEC), source.every_ticks)
+              for source in agent.registry.sources for path in source.collector.files()]
+    groups = {every: np.array([fd for fd, e in opened if e == every], dtype=np.int32)
+              for every in {e for _, e in opened}}
+    buffer = bytearray(1 << 16)
+    read_each = _tokenscan.read_each if _tokenscan is not None else _read_each_in_python
     try:
         def tick(index: int, due: float) -> None:
-            for fd, every in schedule:
+            for every, fds in groups.items():
                 if index % every == 0:
-                    os.pread(fd, 1 << 16, 0)
+                    read_each(fds, buffer)
 
         deadline = time.monotonic() + duration_s
         started = time.thread_time()
         run_schedule(interval, tick, lambda: time.monotonic() >= deadline)
-        return len(schedule), time.thread_time() - started
+        return len(opened), time.thread_time() - started
     finally:
-        for fd, _ in schedule:
+        for fd, _ in opened:
             os.close(fd)
+
+
+def _read_each_in_python(fds: np.ndarray, buffer: bytearray) -> int:
+    return sum(os.preadv(int(fd), [buffer], 0) for fd in fds)
 
 
 def _bytes_at_rest(catalog: Catalog, frames: list[Frame]) -> tuple[float, float]:

@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 
-from producers.own_commands import (KEPT_AFTER_END_S, NS_PER_S, RESCAN_EVERY_S, UNSETTLED_S, CommandLedger,
-                                    noted_command, process_start_ns)
+from producers.own_commands import (KEPT_AFTER_END_S, NS_PER_S, REOPEN_EVERY_S, RESCAN_EVERY_S, UNSETTLED_S,
+                                    CommandLedger, noted_command, process_start_ns)
 from producers.collectors.health import OwnCommandsCollector
 from schemas.channels import OWN_COMMANDS_SECONDS
 
@@ -121,3 +121,40 @@ def test_a_note_renamed_into_the_folder_is_read_at_the_next_scan(tmp_path):
         assert ledger.running_now() == 1
     ledger.running_seconds()
     assert ledger.running_now() == 0
+
+
+def test_a_missing_folder_is_made_as_a_command_would_and_then_watched(tmp_path):
+    folder = tmp_path / "notes"
+    ledger = CommandLedger(folder)
+    assert ledger.running_seconds() == 0.0
+    assert folder.is_dir() and folder.stat().st_mode & 0o1777 == 0o1777
+    with noted_command("sql", folder):
+        ledger.running_seconds()
+        assert ledger.running_now() == 1
+    ledger.close()
+
+
+def test_a_folder_removed_and_made_again_is_followed_to_the_new_one(tmp_path):
+    folder = tmp_path / "notes"
+    ledger = CommandLedger(folder)
+    ledger.running_seconds()
+    folder.rmdir()
+    with noted_command("report", folder):
+        ledger.running_seconds()
+        assert ledger.running_now() == 1, "the ledger kept watching the removed folder"
+    ledger.close()
+
+
+def test_a_folder_that_cannot_be_made_is_looked_for_again_a_second_later(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    ledger = CommandLedger(blocker / "notes")
+    now = time.time_ns()
+    assert ledger.running_seconds(now) == 0.0
+    blocker.unlink()
+    blocker.mkdir()
+    with noted_command("alerts", blocker / "notes"):
+        ledger.running_seconds(now + NS_PER_S // 2)
+        assert ledger.running_now() == 0, "looked for again within the second"
+        ledger.running_seconds(time.time_ns() + round(REOPEN_EVERY_S * NS_PER_S))
+        assert ledger.running_now() == 1

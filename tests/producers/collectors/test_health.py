@@ -34,3 +34,13 @@ def test_the_providers_are_asked_at_every_read_and_the_source_is_read_once_a_sec
     assert collector.collect()["agent.spool_records"] == 1.0
     assert collector.collect()["agent.spool_records"] == 2.0
     assert (AgentHealthCollector.source, AgentHealthCollector.default_interval_s) == ("agent", 1.0)
+
+
+def test_memory_in_use_is_read_again_at_every_read_through_one_kept_file():
+    collector = AgentHealthCollector()
+    first = collector.collect()["agent.rss_bytes"]
+    ballast = bytearray(64 << 20)
+    ballast[::4096] = b"\1" * len(ballast[::4096])
+    grown = collector.collect()["agent.rss_bytes"]
+    collector.close()
+    assert grown >= first + (60 << 20)

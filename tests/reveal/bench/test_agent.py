@@ -4,12 +4,14 @@ measured, and the bare reads of an agent's files on its schedule, every file clo
 import os
 import time
 
+import numpy as np
 import pytest
 
 from producers.agent import Agent, AgentSettings
 from producers.collectors.meminfo import MemInfoCollector
-from reveal.bench.agent import (AgentBenchResult, AgentProcessFigures, _process_cpu_seconds, _status_bytes,
-                                kernel_floor)
+from producers.fast_read.scanned_layout import _tokenscan
+from reveal.bench.agent import (AgentBenchResult, AgentProcessFigures, _process_cpu_seconds, _read_each_in_python,
+                                _status_bytes, kernel_floor)
 from schemas.records import Catalog, Frame
 
 
@@ -55,3 +57,15 @@ def test_a_process_is_measured_from_outside_through_proc():
     assert 10 << 20 < _status_bytes(os.getpid(), "VmRSS") <= _status_bytes(os.getpid(), "VmHWM")
     figures = AgentProcessFigures(40 << 20, 45 << 20, 0.3, 60.0).figures()
     assert figures == {"process_rss_mib": 40.0, "process_peak_rss_mib": 45.0, "process_cpu_percent_of_core": 0.5}
+
+
+def test_the_bare_read_reads_every_file_whole_compiled_or_not(procfs):
+    paths = [procfs / "meminfo", procfs / "stat"]
+    fds = np.array([os.open(path, os.O_RDONLY) for path in paths], dtype=np.int32)
+    try:
+        whole = sum(path.stat().st_size for path in paths)
+        assert _tokenscan.read_each(fds, bytearray(1 << 16)) == whole
+        assert _read_each_in_python(fds, bytearray(1 << 16)) == whole
+    finally:
+        for fd in fds:
+            os.close(int(fd))
