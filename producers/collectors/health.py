@@ -40,7 +40,8 @@ class AgentHealthCollector(Collector):
 
     def collect(self) -> dict[str, float]:
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        values = {"agent.cpu_time_us": (usage.ru_utime + usage.ru_stime) * 1e6, "agent.rss_bytes": resident_bytes(self._statm)}
+        values = {"agent.cpu_time_us": (usage.ru_utime + usage.ru_stime) * 1e6,
+                  "agent.rss_bytes": resident_bytes(self._statm)}
         for provider in self.providers:
             values.update(provider())
         out: dict[str, float] = {}

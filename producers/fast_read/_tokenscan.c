@@ -261,6 +261,17 @@ static Entry *entry_at(ScanBatch *self, Py_ssize_t index) {
     return &self->entries[index];
 }
 
+/* Makes room for one more entry; 0 when memory ran out (the entries are kept). */
+static int batch_room_for_one(ScanBatch *self) {
+    if (self->count < self->allocated) return 1;
+    Py_ssize_t allocated = 2 * self->allocated + 8;
+    Entry *grown = realloc(self->entries, sizeof(Entry) * (size_t)allocated);
+    if (grown == NULL) return 0;
+    self->entries = grown;
+    self->allocated = allocated;
+    return 1;
+}
+
 PyDoc_STRVAR(batch_put_doc,
 "put(index, fd, read_size, wanted, slots, scales, labels, base, tokens, label_hash, offset, every, budget_ns,\n"
 "    adds=None)\n\n"
@@ -313,8 +324,7 @@ static PyObject *batch_put(ScanBatch *self, PyObject *args) {
                     (b.adds.obj != NULL ? b.adds.len : 0);
     char *owned = malloc(arrays + 8);
     unsigned char *buffer = malloc((size_t)read_size);
-    if (owned == NULL || buffer == NULL || (index == self->count && self->count == self->allocated &&
-        (self->entries = realloc(self->entries, sizeof(Entry) * (self->allocated = 2 * self->allocated + 8))) == NULL)) {
+    if (owned == NULL || buffer == NULL || (index == self->count && !batch_room_for_one(self))) {
         free(owned);
         free(buffer);
         release(&b);
