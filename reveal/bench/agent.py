@@ -21,6 +21,7 @@ from schemas.agent_records import Catalog, Frame
 from schemas.topics import TopicNames, ensure_topics
 
 WARMUP_S = 10.0
+WAKE_FLOOR_S = 20.0
 GOALS = {"cpu_percent_of_core": 0.5, "cpu_us_per_channel_sample": 1.0, "jitter_p99_ms": 5.0,
          "wire_bytes_per_channel_sample": 1.5, "rest_bytes_per_channel_sample": 1.0,
          "process_rss_mib": 50.0, "process_cpu_percent_of_core": 0.5}
@@ -42,6 +43,8 @@ class AgentBenchResult:
     rest_values_bytes: float = float("nan")
     kernel_floor_cpu_seconds: float = 0.0
     kernel_floor_files: int = 0
+    wake_floor_cpu_seconds: float = 0.0
+    wake_floor_seconds: float = 1.0
     per_source_cpu_us: dict = field(default_factory=dict)
     process: "AgentProcessFigures | None" = None
 
@@ -60,6 +63,7 @@ class AgentBenchResult:
                 "kernel_floor_percent_of_core": 100 * self.kernel_floor_cpu_seconds / self.seconds,
                 "kernel_floor_us_per_channel_sample":
                     1e6 * self.kernel_floor_cpu_seconds / max(self.channel_samples, 1),
+                "wake_floor_percent_of_core": 100 * self.wake_floor_cpu_seconds / self.wake_floor_seconds,
                 **(self.process.figures() if self.process else {})}
 
 
@@ -99,9 +103,9 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     """Sample this host for real, publishing to the broker, and measure what it costs."""
     names = TopicNames(f"bench-{uuid.uuid4().hex[:8]}.")
     ensure_topics({"bootstrap.servers": bootstrap}, names, sample_partitions=1)
-    stats: list[dict] = []
+    stats: list[str] = []  # the client's statistics as it hands them over; parsed after sampling, not during it
     publisher = _KeepingPublisher(bootstrap, topics=names, extra_config={
-        "statistics.interval.ms": 1000, "stats_cb": lambda text: stats.append(json.loads(text))})
+        "statistics.interval.ms": 1000, "stats_cb": stats.append})
     agent = Agent(AgentSettings(interval_s=interval_s), publisher)
     progress(f"warming up for {WARMUP_S:g} s (files opened, layouts cached, heap grown), not measured …")
     warm_until = time.monotonic() + WARMUP_S
@@ -120,11 +124,15 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
                                for source, (reads, seconds) in agent.registry.read_costs().items()}
     progress(f"measuring the kernel's floor: the same files read bare on the same schedule for {duration_s:g} s …")
     result.kernel_floor_files, result.kernel_floor_cpu_seconds = kernel_floor(agent, duration_s)
+    result.wake_floor_seconds = min(duration_s, WAKE_FLOOR_S)
+    progress(f"measuring the wake-up floor: the same schedule with nothing to do for {result.wake_floor_seconds:g} s …")
+    result.wake_floor_cpu_seconds = wake_floor(interval_s, result.wake_floor_seconds)
     agent.close()
     publisher.close()
     time.sleep(1.5)
     publisher.producer.poll(0)
-    result.wire_bytes = sum(b["txbytes"] for b in stats[-1]["brokers"].values()) * result.frames / (result.frames + 1)
+    brokers = json.loads(stats[-1])["brokers"]
+    result.wire_bytes = sum(b["txbytes"] for b in brokers.values()) * result.frames / (result.frames + 1)
     result.rest_bytes, result.rest_values_bytes = _bytes_at_rest(publisher.catalog, publisher.kept[1:])
     result.process = measure_agent_process(bootstrap, interval_s, duration_s, progress)
     return result
@@ -196,6 +204,15 @@ def kernel_floor(agent: Agent, duration_s: float) -> tuple[int, float]:
     finally:
         for fd, _ in opened:
             os.close(fd)
+
+
+def wake_floor(interval_s: float, duration_s: float) -> float:
+    """CPU seconds that keeping the agent's schedule costs with nothing to do at each tick: waking the thread and
+    running the schedule's loop. The kernel floor includes it; on a VM each wake-up finds the caches cold."""
+    deadline = time.monotonic() + duration_s
+    started = time.thread_time()
+    run_schedule(interval_s, lambda index, due: None, lambda: time.monotonic() >= deadline)
+    return time.thread_time() - started
 
 
 def _read_each_in_python(fds: np.ndarray, buffer: bytearray) -> int:

@@ -29,7 +29,8 @@ def _register_agent(benches) -> None:
                     "p50/p99, bytes per channel-sample on the wire (Kafka, after compression, measured by the "
                     "client's statistics) and at rest (ClickHouse frames table after its codecs, measured in "
                     "system.parts_columns), the CPU per read of each source, and the kernel's floor: the CPU that "
-                    "reading the same files bare on the same schedule costs, which no parser can remove. Then "
+                    "reading the same files bare on the same schedule costs, which no parser can remove (and within it "
+                    "the wake-up floor: keeping the schedule with nothing to do). Then "
                     "`reveal agent` itself runs as its own process for --duration seconds after a warm-up: its "
                     "resident memory (median of one reading a second, and its peak) and its CPU, as a fleet pays "
                     "them (the DaemonSet's requests in infra/ follow from these).")
@@ -144,7 +145,9 @@ def handle_agent(args) -> int:
         verdict = "" if goal is None else ("  ok" if value <= goal else "  MISSED")
         print(f"{name:38s} {value:10.3f} {'' if goal is None else f'≤ {goal:g}':>8s}{verdict}")
     print(f"(kernel floor: {result.kernel_floor_files} files read bare on the agent's schedule; the agent's own "
-          f"work above it is {figures['cpu_percent_of_core'] - figures['kernel_floor_percent_of_core']:.3f} % of a core)")
+          f"work above it is {figures['cpu_percent_of_core'] - figures['kernel_floor_percent_of_core']:.3f} % of a core; "
+          f"of the floor, waking up on the schedule with nothing to do takes "
+          f"{figures['wake_floor_percent_of_core']:.3f} %)")
     print("\nCPU per read, by source (µs):")
     for source, micros in sorted(result.per_source_cpu_us.items(), key=lambda item: -item[1]):
         print(f"  {source:28s} {micros:8.1f}")

@@ -11,7 +11,7 @@ from producers.agent import Agent, AgentSettings
 from producers.collectors.meminfo import MemInfoCollector
 from producers.fast_read.scanned_layout import _tokenscan
 from reveal.bench.agent import (AgentBenchResult, AgentProcessFigures, _process_cpu_seconds, _read_each_in_python,
-                                _status_bytes, kernel_floor)
+                                _status_bytes, kernel_floor, wake_floor)
 from schemas.records import Catalog, Frame
 
 
@@ -26,7 +26,7 @@ class Discard:
 def test_figures_are_per_channel_sample_and_per_core():
     result = AgentBenchResult(channels=100, frames=50, seconds=5.0, cpu_seconds=0.025, sampling_cpu_seconds=0.01,
                               wire_bytes=6000.0, rest_bytes=2500.0, rest_values_bytes=2000.0,
-                              kernel_floor_cpu_seconds=0.005)
+                              kernel_floor_cpu_seconds=0.005, wake_floor_cpu_seconds=0.002, wake_floor_seconds=2.0)
     figures = result.figures()
     assert result.channel_samples == 5000
     assert figures["cpu_percent_of_core"] == pytest.approx(0.5)
@@ -36,6 +36,7 @@ def test_figures_are_per_channel_sample_and_per_core():
     assert figures["rest_bytes_per_channel_sample"] == pytest.approx(0.5)
     assert figures["rest_values_bytes_per_channel_sample"] == pytest.approx(0.4)
     assert figures["kernel_floor_percent_of_core"] == pytest.approx(0.1)
+    assert figures["wake_floor_percent_of_core"] == pytest.approx(0.1)
 
 
 def test_the_kernel_floor_reads_each_file_bare_and_closes_them(procfs):
@@ -69,3 +70,8 @@ def test_the_bare_read_reads_every_file_whole_compiled_or_not(procfs):
     finally:
         for fd in fds:
             os.close(int(fd))
+
+
+def test_the_wake_up_floor_costs_less_than_the_time_it_spans():
+    cpu_s = wake_floor(0.05, 0.3)
+    assert 0 < cpu_s < 0.3
