@@ -125,7 +125,8 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     progress(f"measuring the kernel's floor: the same files read bare on the same schedule for {duration_s:g} s …")
     result.kernel_floor_files, result.kernel_floor_cpu_seconds = kernel_floor(agent, duration_s)
     result.wake_floor_seconds = min(duration_s, WAKE_FLOOR_S)
-    progress(f"measuring the wake-up floor: the same schedule with nothing to do for {result.wake_floor_seconds:g} s …")
+    progress(f"measuring the wake-up floor: the same schedule with nothing to do for "
+             f"{result.wake_floor_seconds:g} s …")
     result.wake_floor_cpu_seconds = wake_floor(interval_s, result.wake_floor_seconds)
     agent.close()
     publisher.close()

@@ -144,10 +144,10 @@ def handle_agent(args) -> int:
         goal = GOALS.get(name)
         verdict = "" if goal is None else ("  ok" if value <= goal else "  MISSED")
         print(f"{name:38s} {value:10.3f} {'' if goal is None else f'≤ {goal:g}':>8s}{verdict}")
+    above_floor = figures["cpu_percent_of_core"] - figures["kernel_floor_percent_of_core"]
     print(f"(kernel floor: {result.kernel_floor_files} files read bare on the agent's schedule; the agent's own "
-          f"work above it is {figures['cpu_percent_of_core'] - figures['kernel_floor_percent_of_core']:.3f} % of a core; "
-          f"of the floor, waking up on the schedule with nothing to do takes "
-          f"{figures['wake_floor_percent_of_core']:.3f} %)")
+          f"work above it is {above_floor:.3f} % of a core; of the floor, waking up on the schedule with nothing to "
+          f"do takes {figures['wake_floor_percent_of_core']:.3f} %)")
     print("\nCPU per read, by source (µs):")
     for source, micros in sorted(result.per_source_cpu_us.items(), key=lambda item: -item[1]):
         print(f"  {source:28s} {micros:8.1f}")
