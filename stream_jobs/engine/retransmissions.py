@@ -18,7 +18,6 @@ shared by the cluster is the workload's. Otherwise retransmissions are workload-
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,9 +65,9 @@ class RetransRules:
 
     def __post_init__(self):
         if (self.rate_multiple <= 1 or self.alarm <= 0 or self.step_cap <= 0 or self.overlap < 1
-                or self.dsack_burst_multiple < 1):
-            raise ValueError("rate_multiple must exceed 1; alarm and step_cap must be > 0; overlap and "
-                             "dsack_burst_multiple ≥ 1")
+                or self.dsack_burst_multiple < 1 or self.history_windows < 1):
+            raise ValueError("rate_multiple must exceed 1; alarm and step_cap must be > 0; overlap, "
+                             "dsack_burst_multiple and history_windows ≥ 1")
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,8 @@ class RetransMonitor:
         self.rules = rules
         self.evidence = 0.0
         self.alarmed = False
-        self._history: deque = deque(maxlen=rules.history_windows)
+        self._history = np.zeros((rules.history_windows, 2))  # (lost, sent) of the learnt windows, a ring
+        self._learnt = 0
         self._lost = 0.0
         self._sent = 0.0
 
@@ -123,11 +123,13 @@ class RetransMonitor:
         return window.spurious > self.rules.dsack_burst_multiple * max(window.retransmits, 0.0) + 2
 
     def _learn(self, lost: float, sent: float) -> None:
-        if len(self._history) == self._history.maxlen:
-            old_lost, old_sent = self._history[0]
-            self._lost -= old_lost
-            self._sent -= old_sent
-        self._history.append((lost, sent))
+        """Add a window to the history, forgetting the oldest once `history_windows` are kept."""
+        slot = self._learnt % len(self._history)
+        if self._learnt >= len(self._history):
+            self._lost -= float(self._history[slot, 0])
+            self._sent -= float(self._history[slot, 1])
+        self._history[slot] = lost, sent
+        self._learnt += 1
         self._lost += lost
         self._sent += sent
 

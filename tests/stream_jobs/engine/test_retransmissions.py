@@ -103,3 +103,15 @@ def test_a_clean_host_whose_loss_comes_in_clumps_at_three_times_its_usual_rate_d
     _verdicts(monitor, _clean_windows(rng, 600, burst_every=10**9))
     clumped = [RetransWindow("h1", 600 + i, float(rng.poisson(3 * 5e-5 * 6000)), 6000) for i in range(120)]
     assert not any(v.category == FAULT_INDUCED for v in _verdicts(monitor, clumped))
+
+
+def test_the_loss_rate_learns_from_the_last_history_windows_alone():
+    rules = RetransRules(history_windows=3)
+    monitor = RetransMonitor(rules)
+    windows = [(2.0, 1000.0), (0.0, 3000.0), (5.0, 2000.0), (1.0, 4000.0), (3.0, 500.0)]
+    for lost, sent in windows:
+        monitor._learn(lost, sent)
+    lost, sent = map(sum, zip(*windows[-3:]))
+    assert monitor.loss_rate == pytest.approx((lost + rules.prior_lost) / (sent + rules.prior_segments), rel=1e-12)
+    with pytest.raises(ValueError, match="history_windows"):
+        RetransRules(history_windows=0)
