@@ -72,11 +72,13 @@ class AgentMetrics(Collector):
         interval = GaugeMetricFamily("reveal_agent_source_interval_seconds", "How often each source is read now.",
                                      labels=labels)
         host, tick_s = self.agent.settings.host, self.agent.settings.interval_s
+        costs = self.agent.registry.read_costs()
         for source in self.agent.registry.sources:
             name = [host, source.collector.source]
-            reads.add_metric(name, source.reads)
+            source_reads, source_seconds = costs[source.collector.source]
+            reads.add_metric(name, source_reads)
             failures.add_metric(name, source.failures)
-            seconds.add_metric(name, source.cpu_s)
+            seconds.add_metric(name, source_seconds)
             interval.add_metric(name, source.every_ticks * tick_s)
         yield from (reads, failures, seconds, interval)
 

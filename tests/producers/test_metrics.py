@@ -48,7 +48,8 @@ def test_frames_channels_and_each_sources_reads_are_served():
     assert families["reveal_agent_frames"][0].value == 3 and families["reveal_agent_frames"][0].labels == {"host": "h1"}
     assert families["reveal_agent_channels"][0].value == len(agent.registry.catalog.channels) > 50
     reads = {sample.labels["source"]: sample.value for sample in families["reveal_agent_source_reads"]}
-    assert reads == {source.collector.source: source.reads for source in agent.registry.sources}
+    assert reads == {source: count for source, (count, _) in agent.registry.read_costs().items()}
+    assert reads["/proc/meminfo"] == 3, "the batched reads of a file are served too"
     assert "reveal_agent_frames_sent" not in families and "reveal_channel" not in families
 
 
