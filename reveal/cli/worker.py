@@ -36,7 +36,8 @@ def register(commands) -> None:
     parser.add_argument("--duration", type=positive_seconds, default=None, metavar="S",
                         help="stop after this many seconds (default: run until stopped)")
     parser.add_argument("--until-idle", type=positive_seconds, default=None, metavar="S",
-                        help="stop once no record has arrived for this many seconds (for replays and batch runs)")
+                        help="stop once no record has arrived for this many seconds and none waits unread in the "
+                             "worker's partitions (for replays and batch runs)")
     parser.add_argument("--max-pending-rows", type=positive_count, default=50_000, metavar="N",
                         help="rows queued for ClickHouse at most; while it is unavailable and the queue is full, "
                              "consumption pauses (back-pressure, nothing dropped) (default: 50000)")
@@ -139,6 +140,8 @@ def _done(shell: WorkerShell, started: float, duration: float | None, until_idle
     if duration and now - started >= duration:
         return True
     last = shell.last_record_at
-    # input paused for storage, or rows still waiting on a first slow write, is not idle input
+    # input paused for storage, rows still waiting on a first slow write, or records in Kafka the consumer has not
+    # read yet (a stalled fetch) is not idle input
     storage_failing = shell.backoff.failing or shell.store.pending_rows() > 0
-    return bool(until_idle and last is not None and not storage_failing and now - last >= until_idle)
+    unread = sum(shell.unread_records().values())
+    return bool(until_idle and last is not None and not storage_failing and not unread and now - last >= until_idle)

@@ -62,8 +62,6 @@ class WorkerMetrics(Collector):
     def _lag(self) -> GaugeMetricFamily:
         family = GaugeMetricFamily("reveal_worker_consumer_lag", "Records in each assigned partition not yet read.",
                                    labels=[*self.labels, "topic", "partition"])
-        for tp, position in self.shell.cursors.positions().items():
-            end = self.shell.highwater(tp)
-            if end is not None and end >= 0:
-                family.add_metric([*self.labels.values(), tp.topic, str(tp.partition)], max(0, end - position))
+        for tp, unread in self.shell.unread_records().items():
+            family.add_metric([*self.labels.values(), tp.topic, str(tp.partition)], unread)
         return family

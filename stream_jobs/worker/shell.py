@@ -66,6 +66,16 @@ class WorkerShell:
         self.acknowledge: Callable[[Hashable, int], None] = _unconnected  # the Faust app connects its consumer
         self.highwater: Callable[[Hashable], int | None] = lambda tp: None  # the log end of a partition, for lag
 
+    def unread_records(self) -> dict[Hashable, int]:
+        """Records each assigned partition holds beyond what the worker has read (the consumer's lag), for the
+        partitions whose log end the consumer has fetched."""
+        lag = {}
+        for tp, position in self.cursors.positions().items():
+            end = self.highwater(tp)
+            if end is not None and end >= 0:
+                lag[tp] = max(0, end - position)
+        return lag
+
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
         """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again."""
         return self.storage_thread.submit(self.store.saved_baseline, host, catalog_version).result()

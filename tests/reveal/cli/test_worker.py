@@ -9,14 +9,17 @@ from reveal.cli.worker import _done
 from stream_jobs.worker.backoff import Backoff
 
 
-def shell(last_record_ago_s: float | None, storage_failing: bool = False, pending_rows: int = 0) -> SimpleNamespace:
-    """What `_done` reads of a worker shell: when the last record came, the storage backoff and the rows queued."""
+def shell(last_record_ago_s: float | None, storage_failing: bool = False, pending_rows: int = 0,
+          unread: dict | None = None) -> SimpleNamespace:
+    """What `_done` reads of a worker shell: when the last record came, the storage backoff, the rows queued and
+    the records not read yet."""
     backoff = Backoff()
     if storage_failing:
         backoff.failed(time.monotonic())
     last = None if last_record_ago_s is None else time.monotonic() - last_record_ago_s
     return SimpleNamespace(last_record_at=last, backoff=backoff,
-                           store=SimpleNamespace(pending_rows=lambda: pending_rows))
+                           store=SimpleNamespace(pending_rows=lambda: pending_rows),
+                           unread_records=lambda: dict(unread or {}))
 
 
 def test_a_run_ends_at_its_duration_or_once_its_input_is_idle():
@@ -33,6 +36,13 @@ def test_input_paused_for_failing_storage_is_not_idle():
     assert not _done(shell(60.0, storage_failing=True), time.monotonic() - 60, duration=None, until_idle=5)
     assert not _done(shell(60.0, pending_rows=363), time.monotonic() - 60, duration=None, until_idle=5), \
         "rows still waiting on a first slow write are not idle input"
+
+
+def test_records_waiting_unread_in_kafka_are_not_idle_input():
+    started = time.monotonic() - 60
+    assert not _done(shell(30.0, unread={("reveal.samples", 0): 0, ("reveal.samples", 1): 12}), started, None, 5), \
+        "a stalled fetch with records behind it is not the end of the input"
+    assert _done(shell(30.0, unread={("reveal.samples", 0): 0, ("reveal.samples", 1): 0}), started, None, 5)
 
 
 def test_a_worker_starts_with_bounded_queues_and_retries():
