@@ -25,6 +25,14 @@ def pytest_configure(config):
         os.environ["REVEAL_TEST_COMMANDS_OWNER"] = str(os.getpid())
 
 
+def pytest_unconfigure(config):
+    """The commands folder this test process made goes with it."""
+    if os.environ.get("REVEAL_TEST_COMMANDS_OWNER") == str(os.getpid()):
+        import shutil
+
+        shutil.rmtree(os.environ["REVEAL_COMMANDS_DIR"], ignore_errors=True)
+
+
 def broker_reachable(bootstrap: str, timeout_s: float = 5.0) -> str | None:
     """None when the broker answers, otherwise why it did not."""
     from confluent_kafka import KafkaException

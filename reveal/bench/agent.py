@@ -99,16 +99,18 @@ class _KeepingPublisher(KafkaFramePublisher):
         super().on_frame(frame)
 
 
-def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=print) -> AgentBenchResult:
-    """Sample this host for real, publishing to the broker, and measure what it costs."""
+def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=print,
+                warmup_s: float = WARMUP_S) -> AgentBenchResult:
+    """Sample this host for real, publishing to the broker, and measure what it costs; each measured part first
+    runs `warmup_s` unmeasured."""
     names = TopicNames(f"bench-{uuid.uuid4().hex[:8]}.")
     ensure_topics({"bootstrap.servers": bootstrap}, names, sample_partitions=1)
     stats: list[str] = []  # the client's statistics as it hands them over; parsed after sampling, not during it
     publisher = _KeepingPublisher(bootstrap, topics=names, extra_config={
         "statistics.interval.ms": 1000, "stats_cb": stats.append})
     agent = Agent(AgentSettings(interval_s=interval_s), publisher)
-    progress(f"warming up for {WARMUP_S:g} s (files opened, layouts cached, heap grown), not measured …")
-    warm_until = time.monotonic() + WARMUP_S
+    progress(f"warming up for {warmup_s:g} s (files opened, layouts cached, heap grown), not measured …")
+    warm_until = time.monotonic() + warmup_s
     agent.run(lambda: time.monotonic() >= warm_until)
     agent.stats = TickStats()
     progress(f"sampling {len(agent.registry.catalog.channels)} channels every {interval_s} s for {duration_s:g} s …")
@@ -135,22 +137,23 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     brokers = json.loads(stats[-1])["brokers"]
     result.wire_bytes = sum(b["txbytes"] for b in brokers.values()) * result.frames / (result.frames + 1)
     result.rest_bytes, result.rest_values_bytes = _bytes_at_rest(publisher.catalog, publisher.kept[1:])
-    result.process = measure_agent_process(bootstrap, interval_s, duration_s, progress)
+    result.process = measure_agent_process(bootstrap, interval_s, duration_s, progress, warmup_s)
     return result
 
 
-def measure_agent_process(bootstrap: str, interval_s: float, duration_s: float, progress=print) -> AgentProcessFigures:
+def measure_agent_process(bootstrap: str, interval_s: float, duration_s: float, progress=print,
+                          warmup_s: float = WARMUP_S) -> AgentProcessFigures:
     """Start `reveal agent` as its own process (publishing to the broker, no spool), let it warm up, then read its
     memory every second and its CPU over `duration_s`."""
     prefix = f"bench-{uuid.uuid4().hex[:8]}."
     command = [sys.executable, "-m", "reveal", "--log-level", "WARNING", "agent", "--bootstrap", bootstrap,
                "--topic-prefix", prefix, "--interval", f"{interval_s:g}", "--no-spool",
-               "--duration", f"{WARMUP_S + duration_s + 5:g}"]
+               "--duration", f"{warmup_s + duration_s + 5:g}"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        progress(f"reveal agent as its own process (pid {process.pid}): warming up {WARMUP_S:g} s, then measuring "
+        progress(f"reveal agent as its own process (pid {process.pid}): warming up {warmup_s:g} s, then measuring "
                  f"its memory and CPU for {duration_s:g} s …")
-        time.sleep(WARMUP_S)
+        time.sleep(warmup_s)
         cpu, started = _process_cpu_seconds(process.pid), time.monotonic()
         resident = []
         while time.monotonic() - started < duration_s and process.poll() is None:

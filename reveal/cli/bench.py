@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 
-from reveal.bench.agent import GOALS, bench_agent
+from reveal.bench.agent import GOALS, WARMUP_S, bench_agent
 from reveal.cli.options import (bootstrap_servers, existing_folder, output_file, positive_count,
                                 positive_seconds, writable_folder)
 
@@ -38,6 +38,9 @@ def _register_agent(benches) -> None:
                        help="sampling interval in seconds (default: 0.1)")
     agent.add_argument("--duration", type=positive_seconds, default=30.0, metavar="S",
                        help="seconds to sample (default: 30)")
+    agent.add_argument("--warmup", type=positive_seconds, default=WARMUP_S, metavar="S",
+                       help=f"seconds the agent runs unmeasured before each measured part: files opened, layouts "
+                            f"cached, heap grown (default: {WARMUP_S:g})")
     agent.add_argument("--bootstrap", type=bootstrap_servers, default="127.0.0.1:9092", metavar="HOST:PORT",
                        help="Kafka broker to publish to (default: 127.0.0.1:9092; infra/kafka/start.sh)")
     agent.set_defaults(handler=handle_agent)
@@ -135,7 +138,7 @@ def _register_host_faults(benches) -> None:
 
 
 def handle_agent(args) -> int:
-    result = bench_agent(args.bootstrap, args.interval, args.duration)
+    result = bench_agent(args.bootstrap, args.interval, args.duration, warmup_s=args.warmup)
     figures = result.figures()
     print(f"\nagent on this host: {result.channels} channels, {result.frames} frames in {result.seconds:.1f} s, "
           f"{result.ticks_skipped} ticks skipped")

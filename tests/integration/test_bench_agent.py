@@ -10,7 +10,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.quiet_host]
 
 def test_bench_agent_prints_its_figures(kafka_bootstrap):
     result = subprocess.run([sys.executable, "-m", "reveal.cli", "--log-level", "WARNING", "bench", "agent",
-                             "--duration", "3", "--bootstrap", kafka_bootstrap],
+                             "--duration", "3", "--warmup", "2", "--bootstrap", kafka_bootstrap],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     for figure in ("cpu_percent_of_core", "cpu_us_per_channel_sample", "jitter_p99_ms",
