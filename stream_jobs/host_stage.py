@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict, deque
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -208,8 +209,14 @@ def activity_level(names: tuple[str, ...], means: np.ndarray | None) -> float | 
     """The host's activity for regime changes: CPU busy % of the whole host, or mean GPU utilisation."""
     if means is None:
         return None
-    if CPU_BUSY_PCT_ALL in names:
-        value = means[names.index(CPU_BUSY_PCT_ALL)]
-        return float(value) if np.isfinite(value) else None
-    gpus = [i for i, name in enumerate(names) if name.startswith(GPU_UTILIZATION_PREFIX)]
+    cpu, gpus = _activity_columns(names)
+    if cpu is not None:
+        return float(means[cpu]) if np.isfinite(means[cpu]) else None
     return float(np.nanmean(means[gpus])) if gpus and np.isfinite(means[gpus]).any() else None
+
+
+@lru_cache(maxsize=256)
+def _activity_columns(names: tuple[str, ...]) -> tuple[int | None, list[int]]:
+    """Where the host's CPU busy % is among `names`, and its GPUs' utilisations: asked every window, found once."""
+    cpu = names.index(CPU_BUSY_PCT_ALL) if CPU_BUSY_PCT_ALL in names else None
+    return cpu, [i for i, name in enumerate(names) if name.startswith(GPU_UTILIZATION_PREFIX)]

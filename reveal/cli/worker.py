@@ -58,6 +58,10 @@ def register(commands) -> None:
 
 
 def handle(args) -> int:
+    engine, security = engine_settings(args), kafka_security(args)  # a mistake is told before the imports below
+    dsn = clickhouse_dsn(args.clickhouse)
+    folder = embedded_data_folder(dsn)
+
     import faust
 
     from producers.metrics import serve_metrics
@@ -68,10 +72,8 @@ def handle(args) -> int:
     from stream_jobs.worker.metrics import WorkerMetrics
     from stream_jobs.worker.shell import WorkerSettings, WorkerShell
 
-    settings = WorkerSettings(args.bootstrap, args.group, engine_settings(args), TopicNames(args.topic_prefix),
-                              security=kafka_security(args), storage_retry_max_s=args.storage_retry_max)
-    dsn = clickhouse_dsn(args.clickhouse)
-    folder = embedded_data_folder(dsn)
+    settings = WorkerSettings(args.bootstrap, args.group, engine, TopicNames(args.topic_prefix),
+                              security=security, storage_retry_max_s=args.storage_retry_max)
     if folder is not None:
         claim_data_folder(folder, "distributed")
     log.info("worker: %s; storage %s, database %s, at most %d rows queued", settings, describe_dsn(dsn),

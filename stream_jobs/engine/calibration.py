@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm, t as student_t
+from scipy.special import ndtri, stdtrit
 
 from stream_jobs.engine.thresholds import EXTRAPOLATION_LIMIT, MIN_PEAKS, excess_quantile, fit_tail
 
@@ -68,7 +68,7 @@ def short_baseline_widening(independent_windows: float, quantile: float = 1 - 1e
     (1.9, 1.0)
     """
     dof = max(1.0, independent_windows - 1)
-    return float(student_t.ppf(quantile, dof) / norm.ppf(quantile))
+    return float(stdtrit(dof, quantile) / ndtri(quantile))
 
 
 def _held(statistic: np.ndarray, persist_rows: int) -> np.ndarray:

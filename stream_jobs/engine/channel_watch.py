@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from stream_jobs.engine.calibration import Calibration, calibrated_limit, unseen_drift_widening
 from stream_jobs.engine.column_stats import column_quantiles
@@ -146,7 +146,7 @@ class ChannelBands:
             low, high = column_quantiles(stats, [tail, 1 - tail])
             spread = np.nanstd(trimmed(stats, trim / 2) if trim > 0 else stats, axis=0)
         spread_floor = np.fmax(np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
-        unit = norm.ppf(1 - tail)
+        unit = ndtri(1 - tail)
         above = np.fmax((high - median) / unit, spread_floor)
         below = np.fmax((median - low) / unit, spread_floor)
         unknown = np.isfinite(stats).sum(axis=0) < 2

@@ -213,15 +213,14 @@ class PeerComparator:
         scale = np.fmax(offsets.spread, floor / self.z_threshold)
         with np.errstate(invalid="ignore"):
             z = (residual - offsets.offset) / scale
-        own = np.array([name.startswith(AGENT_PREFIX) for name in names], dtype=bool)
-        return np.where(own, 0.0, np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0))
+        return np.where(offsets.own, 0.0, np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0))
 
     def _report_configuration(self, host: str, window_id: int, offsets: _Offsets, level: np.ndarray,
                               peers: int) -> None:
         """Channels that never moved on the host over the learning span and sit apart from the cluster's level."""
         floor = np.fmax(self.relative_floor * np.abs(np.nan_to_num(level)), self.absolute_floor)
         apart = (offsets.spread == 0) & (np.abs(offsets.offset) >= floor)
-        apart &= np.array([not name.startswith(AGENT_PREFIX) for name in offsets.names], dtype=bool)
+        apart &= ~offsets.own
         if apart.any():
             index = np.flatnonzero(apart)[np.argsort(-np.abs(offsets.offset[apart]), kind="stable")][:self.top]
             self._configuration.append(ConfigurationDifference(
@@ -272,11 +271,13 @@ class _Learning:
 
 @dataclass(frozen=True, eq=False)
 class _Offsets:
-    """One host's usual residual from the cluster median per channel, and its robust spread."""
+    """One host's usual residual from the cluster median per channel, its robust spread, and which channels are the
+    agent's own (never compared)."""
 
     names: tuple[str, ...]
     offset: np.ndarray
     spread: np.ndarray
+    own: np.ndarray
 
     @classmethod
     def learn(cls, names: tuple[str, ...], residuals: np.ndarray) -> _Offsets:
@@ -284,7 +285,7 @@ class _Offsets:
             warnings.simplefilter("ignore", RuntimeWarning)
             offset = np.nan_to_num(np.nanmedian(residuals, axis=0))
             spread = MAD_TO_SIGMA * np.nan_to_num(np.nanmedian(np.abs(residuals - offset), axis=0))
-        return cls(names, offset, spread)
+        return cls(names, offset, spread, np.array([name.startswith(AGENT_PREFIX) for name in names], dtype=bool))
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,7 +8,6 @@ import warnings
 from collections import deque
 
 import numpy as np
-from scipy.stats import genpareto
 
 # Maximum likelihood on the generalized Pareto is unstable on fewer peaks than this, which the method of moments
 # fits instead; a baseline of a few hundred windows or less has its initial threshold lowered to reach this many.
@@ -124,9 +123,17 @@ def fit_tail(excesses: np.ndarray) -> tuple[float, float, str]:
 def _heavier_than_exponential(excesses: np.ndarray, shape: float, scale: float) -> bool:
     """Whether the generalized Pareto fits the excesses significantly better than the exponential (χ²₁ at 5 %)."""
     with np.errstate(all="ignore"):
-        pareto = float(genpareto.logpdf(excesses, shape, 0.0, scale).sum())
+        pareto = float(_generalized_pareto().logpdf(excesses, shape, 0.0, scale).sum())
     exponential = -excesses.size * (math.log(float(np.mean(excesses))) + 1.0)
     return 2.0 * (pareto - exponential) > CHI_SQUARED_1_AT_5_PERCENT
+
+
+def _generalized_pareto():
+    """scipy's generalized Pareto; scipy.stats takes about a second to import, so only a process that fits a tail
+    pays for it (not `reveal sql`, nor a command that stops at a bad option)."""
+    from scipy.stats import genpareto
+
+    return genpareto
 
 
 def _likelihood_fit(excesses: np.ndarray) -> tuple[float, float] | None:
@@ -134,7 +141,7 @@ def _likelihood_fit(excesses: np.ndarray) -> tuple[float, float] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            shape, _, scale = genpareto.fit(excesses, floc=0.0)
+            shape, _, scale = _generalized_pareto().fit(excesses, floc=0.0)
     except (ValueError, RuntimeError, FloatingPointError):
         return None
     # ξ ≤ −1 is the degenerate fit (all mass at the largest excess), not a tail
