@@ -41,13 +41,21 @@ import numpy as np
 from scipy.special import ndtri
 
 from stream_jobs.engine.calibration import Calibration, calibrated_limit, unseen_drift_widening
-from stream_jobs.engine.column_stats import column_quantiles
+from stream_jobs.engine.column_stats import column_nanmedians, column_quantiles
 from stream_jobs.engine.kept_windows import KeptWindows
 from stream_jobs.engine.wander import trimmed, wander
 
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
 # The history a column's model is learned again from holds at least this many windows, whatever the stride.
 MIN_HISTORY_WINDOWS = 200
+
+
+def finite_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator where the denominator is positive and the ratio finite; 0 elsewhere (a column with
+    no known value or no allowed distance cannot depart)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ratio = numerator / denominator
+    return np.where((denominator > 0) & np.isfinite(ratio), ratio, 0.0)
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,7 @@ class ChannelBands:
         stats = np.asarray(stats, dtype=np.float64)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            median = np.nanmedian(stats, axis=0)
+            median = column_nanmedians(stats)
             low, high = column_quantiles(stats, [tail, 1 - tail])
             spread = np.nanstd(trimmed(stats, trim / 2) if trim > 0 else stats, axis=0)
         spread_floor = np.fmax(np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
@@ -165,25 +173,19 @@ class ChannelBands:
         """(value − median) in the noise scale of its side (where a floor is wider than the limit's noise, the floor
         over the limit), uncapped; 0 where unknown or where nothing is allowed."""
         offset = np.asarray(values, dtype=np.float64) - self.median
-        scale = np.fmax(np.where(offset >= 0, self.above, self.below), self.floor / self.limit)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.nan_to_num(np.where(scale > 0, offset / scale, 0.0), nan=0.0, posinf=0.0, neginf=0.0)
+        return finite_ratio(offset, np.fmax(np.where(offset >= 0, self.above, self.below), self.floor / self.limit))
 
     def departure(self, values: np.ndarray) -> np.ndarray:
         """How far each value lies from the median, in allowed distances: the limit times the side's noise scale,
         or the floor where that is larger. |departure| ≥ 1 departs; 0 where unknown or where nothing is allowed."""
         offset = np.asarray(values, dtype=np.float64) - self.median
-        allowed = np.fmax(self.limit * np.where(offset >= 0, self.above, self.below), self.floor)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.nan_to_num(np.where(allowed > 0, offset / allowed, 0.0), nan=0.0, posinf=0.0, neginf=0.0)
+        return finite_ratio(offset, np.fmax(self.limit * np.where(offset >= 0, self.above, self.below), self.floor))
 
     def exceeding_floor(self, values: np.ndarray) -> np.ndarray:
         """Each column's |z| where its offset also clears its floor (a column that cannot depart at any limit
         is 0): the statistic the host's limit is calibrated on."""
         offset = np.asarray(values, dtype=np.float64) - self.median
-        scale = np.where(offset >= 0, self.above, self.below)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            z = np.nan_to_num(np.where(scale > 0, np.abs(offset) / scale, 0.0), nan=0.0, posinf=0.0)
+        z = finite_ratio(np.abs(offset), np.where(offset >= 0, self.above, self.below))
         return np.where(np.abs(offset) >= self.floor, z, 0.0)
 
     def to_json(self) -> dict:

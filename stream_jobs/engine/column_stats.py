@@ -33,3 +33,20 @@ def _lerp(low: np.ndarray, high: np.ndarray, gamma: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # a column with no value, or with infinities, is NaN as in numpy
         step = high - low
         return np.where(gamma >= 0.5, high - step * (1 - gamma), low + step * gamma)
+
+
+def column_nanmedians(stats: np.ndarray) -> np.ndarray:
+    """np.nanmedian(stats, axis=0), to the bit but for a middle value beyond ±8.9e307, which numpy overflows to
+    infinity: NaN for a column with no value. numpy takes the median of each column that holds a NaN on its own
+    (a Python loop, or masked arrays below 600 rows)."""
+    stats = np.asarray(stats, dtype=np.float64)
+    if stats.ndim != 2 or stats.shape[0] == 0:
+        with np.errstate(invalid="ignore"):
+            return np.nanmedian(stats, axis=0)
+    ordered = np.sort(stats, axis=0)  # NaN sorts last, so each column's values lead it in order
+    count = (~np.isnan(stats)).sum(axis=0)
+    low = np.take_along_axis(ordered, np.fmax((count - 1) // 2, 0)[None, :], axis=0)[0]
+    high = np.take_along_axis(ordered, (count // 2)[None, :].clip(max=len(stats) - 1), axis=0)[0]
+    with np.errstate(invalid="ignore"):
+        middle = np.where(count % 2 == 1, low, (low + high) / 2.0)
+    return np.where(count > 0, middle, np.nan)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from schemas.channels import AGENT_PREFIX
+from stream_jobs.engine.column_stats import column_nanmedians
 # The MAD of a normal distribution is this fraction of its standard deviation.
 MAD_TO_SIGMA = 1.4826
 # |z| is capped so that a channel that is exactly equal on all peers but one ranks, but does not read as 1e12.
@@ -113,8 +114,8 @@ def robust_z(matrix: np.ndarray, relative_floor: float = 0.01, absolute_floor: f
     values = np.where(np.isfinite(matrix), matrix, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a channel no host reported is all NaN, by design
-        median = np.nanmedian(values, axis=0)
-        spread = MAD_TO_SIGMA * np.nanmedian(np.abs(values - median), axis=0)
+        median = column_nanmedians(values)
+        spread = MAD_TO_SIGMA * column_nanmedians(np.abs(values - median))
     floor = relative_floor * np.abs(np.nan_to_num(median)) + absolute_floor
     scale = np.fmax(np.nan_to_num(spread), floor)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -178,7 +179,7 @@ class PeerComparator:
         names, matrix = common_matrix(summaries)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            level = np.nanmedian(np.where(np.isfinite(matrix), matrix, np.nan), axis=0)
+            level = column_nanmedians(np.where(np.isfinite(matrix), matrix, np.nan))
         residual = matrix - level
         findings = []
         for row, host in enumerate(hosts):
@@ -283,8 +284,8 @@ class _Offsets:
     def learn(cls, names: tuple[str, ...], residuals: np.ndarray) -> _Offsets:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            offset = np.nan_to_num(np.nanmedian(residuals, axis=0))
-            spread = MAD_TO_SIGMA * np.nan_to_num(np.nanmedian(np.abs(residuals - offset), axis=0))
+            offset = np.nan_to_num(column_nanmedians(residuals))
+            spread = MAD_TO_SIGMA * np.nan_to_num(column_nanmedians(np.abs(residuals - offset)))
         return cls(names, offset, spread, np.array([name.startswith(AGENT_PREFIX) for name in names], dtype=bool))
 
 

@@ -14,6 +14,7 @@ from stream_jobs.engine.attribution import Contribution, claim, dominant_subsyst
 from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
 from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchTiming, WatchVerdict
 from stream_jobs.engine.channels import ChannelTable
+from stream_jobs.engine.column_stats import column_nanmedians
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble
@@ -293,7 +294,7 @@ class HostPipeline(WatchedColumns):
         the denominator's median rate in the baseline, so a ratio moved by a handful of events is not an event."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            medians = np.nanmedian(baseline_means, axis=0)
+            medians = column_nanmedians(baseline_means)
         floors = np.zeros(len(self.signal_names))
         numerator_floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
         for offset, spec in enumerate(self.specs):

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 
-from stream_jobs.engine.column_stats import column_quantiles
+from stream_jobs.engine.column_stats import column_nanmedians, column_quantiles
 
 MAD_TO_SIGMA = 1.4826
 
@@ -37,6 +37,6 @@ def _change_variance(stats: np.ndarray, rows: int) -> np.ndarray:
     change = stats[rows:] - stats[:-rows]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        median = np.nanmedian(change, axis=0)
-        spread = MAD_TO_SIGMA * np.nanmedian(np.abs(change - median), axis=0)
+        median = column_nanmedians(change)
+        spread = MAD_TO_SIGMA * column_nanmedians(np.abs(change - median))
     return np.nan_to_num(spread) ** 2

@@ -10,6 +10,7 @@ import numpy as np
 from schemas.channels import AGENT_PREFIX, MEM_TOTAL
 from stream_jobs.engine.attribution import subsystem_vote
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict
+from stream_jobs.engine.column_stats import column_nanmedians
 
 # A window's confirming statistic is the median of its parts' (see WatchedColumns._inner).
 CONFIRMING_PARTS = 3
@@ -166,7 +167,7 @@ class WatchedColumns:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             parts = np.array_split(signal, CONFIRMING_PARTS)
-            return np.nanmedian(np.stack([self._part(part) for part in parts]), axis=0)
+            return column_nanmedians(np.stack([self._part(part) for part in parts]))
 
     def _part(self, part: np.ndarray) -> np.ndarray:
         """One part's watched columns. Signals that move at every step take its median step and quartile spread,
@@ -213,7 +214,7 @@ def column_medians(means: np.ndarray) -> np.ndarray:
     """Each column's median, 0 where it was never read."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nan_to_num(np.nanmedian(means, axis=0))
+        return np.nan_to_num(column_nanmedians(means))
 
 
 def moves_every_step(signals: np.ndarray, share: float = 0.9) -> np.ndarray:
