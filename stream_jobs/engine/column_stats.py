@@ -3,7 +3,8 @@
 numpy's nanquantile reads each column that holds a NaN on its own (a Python loop over columns), and a baseline of
 window statistics holds NaN in most of its few thousand columns (a spread or residual known only for some windows, a
 value left out of the history while it departed); fitting one host's bands took ~80 ms that way. Here every column is
-sorted at once and numpy's own interpolation applied, so the result is numpy's to the bit.
+sorted at once and numpy's own interpolation applied, so the result is numpy's to the bit. Its nanmedian does the
+same per column, and is replaced the same way.
 """
 
 from __future__ import annotations
