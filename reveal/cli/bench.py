@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 
 from reveal.bench.agent import GOALS, WARMUP_S, bench_agent
@@ -220,7 +221,8 @@ def handle_engine(args) -> int:
 def handle_pipeline(args) -> int:
     from reveal.cli import CommandError
     from reveal.bench.pipeline import bench_pipeline
-    from reveal.bench.pipeline_figures import GOALS as PIPELINE_GOALS, PipelineBenchSettings
+    from reveal.bench.pipeline_figures import (GOALS as PIPELINE_GOALS, PipelineBenchSettings,
+                                               memory_steady_after_s)
 
     if args.hosts < 1 or args.channels < 3 or not 1 <= args.workers <= 6:
         raise CommandError(f"--hosts {args.hosts}, --channels {args.channels}, --workers {args.workers}: expected "
@@ -245,6 +247,10 @@ def handle_pipeline(args) -> int:
           f"at its end ({result.delay_slope:+.3f} s per s over its last half). The commit lag "
           f"({result.lag_start} → {result.lag_end} records) also counts records the workers hold uncommitted while "
           f"windows, baselines or open incidents need them.")
+    steady_after = memory_steady_after_s()
+    if args.duration < steady_after:
+        print(f"memory per host is measured short of its steady state: a host's rolling baseline fills "
+              f"{steady_after:.0f} s into its run; --duration {math.ceil(steady_after) + 60} or more measures it full")
     if any(result.worker_exit_codes):
         print(f"workers exited with {result.worker_exit_codes}: one that did not stop within a minute of SIGTERM "
               f"(its event loop busy) was killed; what it had stored is counted")

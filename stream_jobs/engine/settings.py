@@ -3,6 +3,7 @@ live, replayed and offline runs."""
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass
 
@@ -41,6 +42,15 @@ class EngineSettings:
             raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
         if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:
             raise ValueError(f"selection_threshold is {self.selection_threshold}; expected between 0 and 1, or None")
+
+    @property
+    def rolling_baseline_full_s(self) -> float:
+        """Seconds into a host's run after which its rolling baseline holds all it keeps (every `baseline_stride`-th
+        window of the warm-up, then of the clean windows judged, up to `baseline_capacity`): a host's memory
+        measured earlier is short of its steady state."""
+        from_warmup = math.ceil(self.warmup_windows / self.baseline_stride)
+        judged = max(0, self.baseline_capacity - from_warmup) * self.baseline_stride
+        return self.window_s + (self.warmup_windows + judged - 1) * self.stride_s  # the first window ends at window_s
 
     def learned_with(self) -> dict:
         """The settings a learned baseline depends on: one learned with other windows, another sampling interval,

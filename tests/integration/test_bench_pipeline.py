@@ -22,3 +22,4 @@ def test_bench_pipeline_prints_positive_figures(kafka_bootstrap):
     assert figures["channel_samples_per_s"] == pytest.approx(2 * 20 * 10, rel=0.2), result.stdout
     assert figures["storage_delay_end_s"] < 3.0, result.stdout
     assert "keeps up:" in result.stdout, result.stdout
+    assert "memory per host is measured short of its steady state" in result.stdout, result.stdout

@@ -9,9 +9,10 @@ from reveal.bench import pipeline_figures
 from reveal.bench.paced_replay import ReplayReport
 from reveal.bench.pipeline_figures import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, caught_up_at,
                                            committed_rate, cpu_percent, falls_behind, lag_slope, latencies_s,
-                                           memory_per_host, percentiles, rss_floor_growth_percent, steady_rate,
-                                           storage_delays)
+                                           memory_per_host, memory_steady_after_s, percentiles,
+                                           rss_floor_growth_percent, steady_rate, storage_delays)
 from reveal.bench.pipeline_probes import ProcessSample
+from stream_jobs.engine.settings import EngineSettings
 
 
 def test_percentiles_of_nothing_are_nan_and_of_values_interpolate():
@@ -113,3 +114,8 @@ def test_the_step_change_comes_after_the_baseline_is_learnt_even_in_short_runs()
 
 def test_the_docstring_examples_hold():
     assert doctest.testmod(pipeline_figures).failed == 0
+
+
+def test_the_bench_knows_when_its_workers_hold_each_host_s_whole_rolling_baseline():
+    assert memory_steady_after_s() == EngineSettings(warmup_windows=WARMUP_WINDOWS).rolling_baseline_full_s
+    assert 120 < memory_steady_after_s() < 300

@@ -28,3 +28,23 @@ def test_settings_that_cannot_work_are_refused(changes, message):
 def test_selection_can_be_switched_off_and_every_mode_is_accepted():
     assert EngineSettings(selection_threshold=None).selection_threshold is None
     assert [EngineSettings(mode=mode).mode for mode in MODES] == list(MODES)
+
+
+@pytest.mark.parametrize("changes", [{}, {"warmup_windows": 10}, {"stride_s": 0.5}, {"baseline_stride": 3}])
+def test_a_host_s_rolling_baseline_is_full_exactly_when_the_settings_say(changes):
+    import numpy as np
+
+    from producers.synthetic import synthetic_catalog, synthetic_frames
+    from stream_jobs.engine.channels import ChannelTable
+    from stream_jobs.engine.host_pipeline import HostPipeline
+
+    settings = EngineSettings(**changes)
+    catalog = synthetic_catalog("h1")
+    pipeline = HostPipeline(ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels)),
+                            settings)
+    full_s, held = settings.rolling_baseline_full_s, {}
+    for frame in synthetic_frames(catalog, 0, int((full_s + 5) / catalog.interval_s), seed=3):
+        pipeline.push(frame.timestamp_ns, np.asarray(frame.values))
+        held[round(frame.timestamp_ns / 1e9, 1)] = len(pipeline._recent)
+    assert held[round(full_s - 0.2, 1)] == settings.baseline_capacity - 1
+    assert held[round(full_s + 0.2, 1)] == settings.baseline_capacity
