@@ -10,6 +10,7 @@ import numpy as np
 CUMULATIVE_KINDS = ("counter", "event")
 # The page size Linux reports memory counts in (/proc/vmstat, per-node page counts) on the platforms Reveal runs on.
 PAGE_BYTES = 4096.0
+SECTOR_BYTES = 512.0  # the unit of the kernel's block-device sector counts, whatever the device's own sector size
 # Units of a share in percent.
 PERCENT_UNITS = ("%", "percent", "pct")
 # Units of time a counter of CPU, stall or idle time may be kept in, in seconds.
@@ -64,11 +65,21 @@ class ChannelTable:
 
     @cached_property
     def traffic_unit(self) -> np.ndarray:
-        """For counters of traffic, their unit ('bytes' or 'packets'); '' for every other channel."""
+        """For counters of traffic, their unit ('bytes' or 'packets'); '' for every other channel. A block device's
+        sectors moved are bytes in units of SECTOR_BYTES (see traffic_bytes_per_unit)."""
         if not self.units:
             return np.full(len(self.names), "", dtype=object)
         units = np.asarray(self.units, dtype=object)
+        units = np.where(units == "sectors", "bytes", units)
         return np.where(self.cumulative & np.isin(units, ("bytes", "packets")), units, "")
+
+    @cached_property
+    def traffic_bytes_per_unit(self) -> np.ndarray:
+        """For counters of traffic in bytes, the bytes one unit of the channel is (512 for sectors); 0 otherwise."""
+        if not self.units:
+            return np.zeros(len(self.names))
+        per_unit = np.where(np.asarray(self.units, dtype=object) == "sectors", SECTOR_BYTES, 1.0)
+        return np.where(self.traffic_unit == "bytes", per_unit, 0.0)
 
     @cached_property
     def seconds_per_unit(self) -> np.ndarray:

@@ -26,7 +26,7 @@ class WatchedColumns:
         watch's byte floor or its share of the host's memory, counters of time busy in the baseline: its core floor
         (one that never moved, such as CFS throttling, stays an event count), gauges that count things: its count
         floor or `min_limit` times the square root of their level (a count's natural spread, the least a limit allows
-        of any noise), shares in percent: its percent floor, traffic counters in bytes or
+        of any noise), shares in percent: its percent floor, traffic counters in bytes (a disk's sectors among them) or
         packets: a rate a link carries without anyone noticing); the agent's own metrics get an infinite one, so they
         are never judged."""
         floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
@@ -47,7 +47,9 @@ class WatchedColumns:
         floors = np.where(percent, np.fmax(floors, self.settings.watch.percent_floor), floors)
         traffic = np.concatenate([self.channels.traffic_unit, np.full(len(self.specs), "", dtype=object)])
         watch = self.settings.watch
-        floors = np.where(traffic == "bytes", np.fmax(floors, watch.byte_rate_floor), floors)
+        traffic_bytes = np.concatenate([self.channels.traffic_bytes_per_unit, np.zeros(len(self.specs))])
+        with np.errstate(divide="ignore"):
+            floors = np.where(traffic == "bytes", np.fmax(floors, watch.byte_rate_floor / traffic_bytes), floors)
         floors = np.where(traffic == "packets", np.fmax(floors, watch.packet_rate_floor), floors)
         floors = np.fmax(floors, self.ratio_floors)
         own = np.array([name.startswith(AGENT_PREFIX) for name in self.signal_names], dtype=bool)

@@ -143,3 +143,28 @@ def test_a_pruned_channel_that_does_not_follow_its_representatives_fault_is_not_
     assert flagged and ("cpu.busy.cpu0", "mean") in features, features
     assert not any(feature.startswith("residual") for _, feature in features), features
     assert all(v.claim.startswith("cpu.busy.cpu0") for v in flagged), [v.claim for v in flagged][:3]
+
+
+def sectors_run(sectors_per_s: float, seconds: float = 200.0) -> list:
+    """An idle host's CPU gauges and a disk's sectors discarded, flat at 0 until 150 s, then at `sectors_per_s`."""
+    from schemas.agent_records import Catalog, Channel, Frame
+
+    channels = [Channel(f"cpu.busy.cpu{i}", "cpu", "gauge", "percent", f"cpu{i}") for i in range(4)]
+    channels.append(Channel("disk.sectors_discarded.vda", "storage", "counter", "sectors", "vda"))
+    catalog = Catalog("h1", "c1", tuple(channels), 0.1)
+    rng, sectors, frames = np.random.default_rng(9), 0.0, []
+    for tick in range(int(seconds * 10)):
+        sectors += sectors_per_s * 0.1 if tick >= 1500 else 0.0
+        values = np.append(rng.normal(5.0, 1.0, 4), sectors)
+        frames.append(Frame("h1", "c1", T0 + tick * 10**8, tick, catalog.version, values))
+    pipeline, verdicts = HostPipeline(ChannelTable.of_catalog(catalog), EngineSettings(warmup_windows=60)), []
+    for frame in frames:
+        verdicts += pipeline.push(frame.timestamp_ns, np.asarray(frame.values))
+    return verdicts
+
+
+def test_a_disk_s_sectors_are_bytes_judged_against_the_traffic_floor():
+    """16 KiB/s of discards on an idle disk is nothing an operator acts on; 20 MiB/s is a change."""
+    flagged = lambda verdicts: [v for v in verdicts if v.anomalous and v.start_ns >= T0 + 150 * 10**9]
+    assert flagged(sectors_run(32.0)) == []
+    assert flagged(sectors_run(40960.0))
