@@ -15,6 +15,7 @@ from schemas.channels import SUBSYSTEMS
 from schemas.codec import AvroCodec, DecodeError, load_schema
 
 DEPARTURE_DTYPE = np.dtype("<f4")
+DEPARTS_AT = 1.0  # a departure this large (in band widths, either sign) lies outside the band
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from schemas.channels import counts_page_work
-from schemas.records import HostWindow, PersistedChannel
+from schemas.records import DEPARTS_AT, HostWindow, PersistedChannel
 from stream_jobs.engine.incidents import CPU
 
 # A channel that leaves its band on this many other hosts of the cluster within SHARED_WITHIN_WINDOWS of each other
@@ -74,7 +74,7 @@ def departing_channels(summary: HostWindow) -> frozenset[str]:
     spread may move apart)."""
     if summary.departures is None:
         return NOTHING_DEPARTS
-    outside = np.flatnonzero(np.abs(summary.departures) >= 1.0)
+    outside = np.flatnonzero(np.abs(summary.departures) >= DEPARTS_AT)
     return frozenset(summary.names[i] for i in outside) if len(outside) else NOTHING_DEPARTS
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from schemas.channels import TCP_RETRANSMITS, subsystem_for
-from schemas.records import Alert, Anomaly, Catalog, Evidence, HostWindow, PersistedChannel
+from schemas.records import DEPARTS_AT, Alert, Anomaly, Catalog, Evidence, HostWindow, PersistedChannel
 from stream_jobs.engine.crosshost import ConfigurationDifference, PeerDeviation
 from stream_jobs.engine.host_pipeline import HostPipeline
 from stream_jobs.engine.incidents import AlertEvent
@@ -74,7 +74,14 @@ def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict
                       catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous and not settling,
                       finite_or_zero(verdict.score), context.retransmits, context.segments_out,
                       context.traffic_burstiness, context.irq_z, context.cpu_freq_z, context.gpu_power_z,
-                      None if watch is None else pipeline.signal_departures(watch).astype(np.float32), persisted)
+                      None if watch is None else outside_band(pipeline.signal_departures(watch)), persisted)
+
+
+def outside_band(departures: np.ndarray) -> np.ndarray:
+    """The departures a summary hands on: 0 for a channel inside its band, where its reader learns nothing from
+    how far inside; a summary's departures are then mostly zeros, which its batch compresses to almost nothing."""
+    handed_on = np.asarray(departures, dtype=np.float32)  # judged as its reader sees it, after the cast
+    return np.where(np.abs(handed_on) >= DEPARTS_AT, handed_on, np.float32(0.0))
 
 
 def persisted_signals(pipeline: HostPipeline, watch) -> tuple[PersistedChannel, ...]:

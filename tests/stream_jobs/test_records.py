@@ -4,6 +4,7 @@ configuration difference told as one notice, opened and closed at once."""
 
 import math
 
+import numpy as np
 import pytest
 
 from schemas.channels import TCP_RETRANSMITS
@@ -11,8 +12,9 @@ from schemas.records import Alert, Anomaly, Catalog, Channel, HostWindow
 from stream_jobs.engine.incidents import AlertEvent
 from stream_jobs.engine.retransmissions import RetransVerdict
 from stream_jobs.engine.verdicts import WindowVerdict
-from stream_jobs.records import (StageOutput, configuration_alert, finite_or_zero, retransmission_anomaly,
-                                 retransmission_row, tracked_alert, window_row)
+from stream_jobs.host_incidents import departing_channels
+from stream_jobs.records import (StageOutput, configuration_alert, finite_or_zero, outside_band,
+                                 retransmission_anomaly, retransmission_row, tracked_alert, window_row)
 
 
 def test_outputs_extend_field_by_field():
@@ -65,3 +67,19 @@ def test_fault_induced_retransmissions_are_a_row_and_an_anomaly_with_their_rate_
     assert anomaly.detectors == ("retransmissions",) and anomaly.subsystem == "network"
     assert (anomaly.evidence[0].channel, anomaly.evidence[0].value, anomaly.evidence[0].z) == (TCP_RETRANSMITS, 30.0,
                                                                                                6.5)
+
+
+def test_a_summary_hands_on_only_departures_outside_their_band():
+    """Inside its band a channel's departure is 0 (as host_window.avsc says), so a summary's departures compress to
+    almost nothing; every departing channel keeps its exact departure, and the cluster stage sees the same ones."""
+    departures = np.array([0.0, 0.4, -0.999, 1.0, -1.0, 3.5, -7.25, 0.99999, 0.99999999])
+    names = tuple(f"c{i}" for i in range(len(departures)))
+    handed_on = outside_band(departures)
+    assert handed_on.dtype == np.float32
+    assert handed_on.tolist() == [0.0, 0.0, 0.0, 1.0, -1.0, 3.5, -7.25, 0.0, 1.0]  # the last is 1 in float32
+
+    def departing(values):
+        return departing_channels(HostWindow("h", "c", 1, 0, 1, 1, names, np.zeros(len(names)), False, 0.0, 0.0, 0.0,
+                                             0.0, 0.0, 0.0, 0.0, values))
+
+    assert departing(handed_on) == departing(departures.astype(np.float32)) == {"c3", "c4", "c5", "c6", "c8"}
