@@ -42,7 +42,8 @@ FETCH_BYTES_PER_PARTITION = 4 << 20
 # cluster wrote 3.1 MB/s there against 1.4 MB/s on each of the 6 sample partitions. A worker that ran behind got at
 # most FETCH_BYTES_PER_PARTITION of every partition per fetch: the summaries fell 0.4 s further behind the frames
 # each second and no incident opened (`reveal bench pipeline --hosts 150 --channels 700 --duration 120`). In batches
-# of ~15, LZ4 keeps 8.5 KB of a summary, and the summaries stay 3-5 s behind their production however long it runs.
+# of ~15, with its in-band departures at 0 (stream_jobs/records.py, outside_band), LZ4 keeps ~7 KB of a summary, and
+# the summaries stay 3-5 s behind their production however long the worker runs behind.
 PRODUCER_COMPRESSION = "lz4"
 PRODUCER_LINGER_S = 0.1
 RELEASE_MEMORY_EVERY_S = 10.0  # a few milliseconds each time (stream_jobs/allocator.py)
