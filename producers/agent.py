@@ -1,4 +1,5 @@
-"""The host agent: samples every collector on a drift-free schedule and hands out frames and catalogs."""
+"""The host agent: samples every collector on a drift-free schedule and hands out frames and catalogs, tick by tick
+or, where the compiled scanner keeps the schedule, a block of ticks at a time."""
 
 from __future__ import annotations
 
@@ -56,10 +57,15 @@ class AgentSettings:
     source_groups: tuple[str, ...] = ()
     net_procfs: str = ""
     settle_s: float = 0.0
+    # Seconds of ticks the compiled scanner keeps the schedule for before Python hands their frames out together:
+    # Python and the Kafka client wake once per block instead of once per tick. 0 (or one interval): every tick.
+    publish_every_s: float = 1.0
 
     def __post_init__(self):
         if not 0 <= self.settle_s <= 3600:
             raise ValueError(f"settle time {self.settle_s} s is outside the allowed 0–3600 s")
+        if not 0 <= self.publish_every_s <= 10:
+            raise ValueError(f"publish every {self.publish_every_s} s is outside the allowed 0–10 s")
         if not 0.005 <= self.interval_s <= 60:
             raise ValueError(f"interval {self.interval_s} s is outside the allowed 0.005–60 s")
         if not self.host:
@@ -116,14 +122,27 @@ class Agent:
         timestamp_ns = self._wall_clock_ns()
         values, catalog_changed = self.registry.sample(self._ticks)
         self._ticks += 1
+        return self._hand_out(timestamp_ns, values, self.registry.catalog, catalog_changed)
+
+    def sample_block(self, start_ns: int, last_tick: int, end_tick: int) -> int:
+        """Let the compiled scanner keep the schedule from the tick after last_tick until end_tick, then hand out
+        the frames of the ticks it read; returns the last tick read (last_tick when none was)."""
+        interval_ns = round(self.settings.interval_s * 1e9)
+        for sampled in self.registry.sample_ticks(start_ns, interval_ns, last_tick, end_tick):
+            self.stats.note(sampled.tick, sampled.lag_s)
+            self._ticks += 1
+            self._hand_out(sampled.wall_ns, sampled.values, sampled.catalog, sampled.catalog_changed)
+            last_tick = sampled.tick
+        return last_tick
+
+    def _hand_out(self, timestamp_ns: int, values, catalog: Catalog, catalog_changed: bool) -> Frame | None:
         self._catalog_pending |= catalog_changed
         if timestamp_ns < self._publish_from_ns:
             return None
         if self._catalog_pending:
             self._catalog_pending = False
-            self.sink.on_catalog(self.registry.catalog)
-        frame = Frame(self.settings.host, self.settings.cluster, timestamp_ns, self.sequence,
-                      self.registry.catalog.version, values)
+            self.sink.on_catalog(catalog)
+        frame = Frame(self.settings.host, self.settings.cluster, timestamp_ns, self.sequence, catalog.version, values)
         self.sequence += 1
         self.last_values = values
         self.sink.on_frame(frame)
@@ -152,13 +171,40 @@ class Agent:
         self.settle_from(self._wall_clock_ns())
 
         collect_ticks = max(1, round(GARBAGE_COLLECTION_EVERY_S / self.settings.interval_s))
+        block_ticks = round(self.settings.publish_every_s / self.settings.interval_s)
 
-        def tick(index: int, due: float) -> None:
-            self.sample_once()
+        def now_and_then(index: int) -> None:
             if index and index % collect_ticks == 0:
                 collect_garbage()
             if index and index % report_ticks == 0:
                 log.info("agent: %d frames, %d ticks skipped, last tick %.1f ms late, worst %.1f ms",
                          self.sequence, self.stats.skipped, self.stats.last_lag_s * 1e3, self.stats.max_lag_s * 1e3)
 
-        return run_schedule(self.settings.interval_s, tick, should_stop, stats=self.stats)
+        def tick(index: int, due: float) -> None:
+            self.sample_once()
+            now_and_then(index)
+
+        start_ns, last_tick = time.monotonic_ns(), -1
+        if block_ticks > 1 and self.registry.has_scanner and not should_stop():
+            self.stats.note(0, 0.0)
+            tick(0, start_ns * 1e-9)  # lays the frame out and gives the scanner the files it can read
+            last_tick = 0
+            if self.registry.reads_ticks_in_c:
+                return self._run_in_blocks(start_ns, block_ticks, should_stop, now_and_then)
+        return run_schedule(self.settings.interval_s, tick, should_stop, stats=self.stats, start=start_ns * 1e-9,
+                            last_tick=last_tick)
+
+    def _run_in_blocks(self, start_ns: int, block_ticks: int, should_stop: Callable[[], bool],
+                       now_and_then: Callable[[int], None]) -> TickStats:
+        """The schedule kept by the compiled scanner after tick 0, block_ticks ticks at a time, each block ending
+        on a multiple of block_ticks; Python wakes once per block to read its own sources and hand out frames."""
+        log.info("agent: the compiled scanner keeps the schedule; frames are handed out every %g s",
+                 block_ticks * self.settings.interval_s)
+        last_tick = 0
+        while not should_stop():
+            end_tick = (last_tick + 1) // block_ticks * block_ticks + block_ticks
+            before = last_tick
+            last_tick = self.sample_block(start_ns, last_tick, end_tick)
+            for index in range(before + 1, last_tick + 1):
+                now_and_then(index)
+        return self.stats

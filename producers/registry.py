@@ -4,7 +4,8 @@ A source read less often than every tick holds its last values in the frames bet
 source's channels in source order, so a catalog is the concatenation of the sources' channel lists. A source whose reads
 take more than its time budget is read less often (its interval doubles, up to a limit), so one slow source cannot
 stall the tick. Sources read from files whose layout the compiled scanner holds are read together, in one call per
-tick straight into the frame (a ScanBatch); a file the batch cannot vouch for is read again by its collector.
+tick straight into the frame (a ScanBatch), or for many ticks in one call that also keeps the schedule
+(`sample_ticks`); a file the batch cannot vouch for is read again by its collector.
 """
 
 from __future__ import annotations
@@ -51,6 +52,24 @@ class SourceState:
     batch_index: int = -1  # its entry in the registry's ScanBatch, -1 when its collector reads it
 
 
+@dataclass(frozen=True)
+class SampledTick:
+    """One tick read by the compiled loop: its index, when it woke (epoch ns), how late, the frame's values, the
+    catalog they are laid out by, and whether that catalog is new at this tick."""
+
+    tick: int
+    wall_ns: int
+    lag_s: float
+    values: np.ndarray
+    catalog: Catalog
+    catalog_changed: bool
+
+
+def _due_between(every_ticks: int, first_tick: int, end_tick: int) -> bool:
+    """Whether a source read every every_ticks ticks is due at some tick in [first_tick, end_tick)."""
+    return -(-first_tick // every_ticks) * every_ticks < max(end_tick, first_tick + 1)
+
+
 class CollectorRegistry:
     """Collects every available source into one vector, in source order; a source's new channel list makes a new
     catalog version."""
@@ -72,6 +91,7 @@ class CollectorRegistry:
         self._batch = new_batch() if batch_reads else None
         self._batched: list[tuple[SourceState, ScannedLayout, int]] = []
         self._replan = False
+        self._unannounced = False
 
     @property
     def collectors(self) -> list[Collector]:
@@ -95,6 +115,51 @@ class CollectorRegistry:
         for source in self.sources:
             if source.batch_index < 0 and tick % source.every_ticks == 0:
                 changed |= self._read_into(source)
+        self._settle_frame(changed)
+        return self._frame.copy(), changed
+
+    @property
+    def has_scanner(self) -> bool:
+        """Whether the compiled scanner was built here (files it can read are read by it)."""
+        return self._batch is not None
+
+    @property
+    def reads_ticks_in_c(self) -> bool:
+        """Whether the compiled loop can keep the schedule: some source is read by the batch."""
+        return bool(self._batched)
+
+    def sample_ticks(self, start_ns: int, interval_ns: int, last_tick: int, end_tick: int) -> list[SampledTick]:
+        """The ticks after last_tick until end_tick, each read when due by the compiled loop (CLOCK_MONOTONIC,
+        tick k due at start_ns + k·interval_ns) without waking Python. The sources their collectors read are read
+        once, before the loop, for every tick of it they are due at, and hold their values through it. Ends early
+        after a tick whose batch read had trouble, which is then handled as sample() does, or when a signal came."""
+        changed = False
+        for source in self.sources:
+            if source.batch_index < 0 and _due_between(source.every_ticks, last_tick + 1, end_tick):
+                changed |= self._read_into(source)
+        self._settle_frame(changed)
+        capacity = max(1, end_tick - last_tick - 1)
+        rows = np.empty((capacity, len(self._frame)))
+        rows[0] = self._frame
+        ticks, walls, lags = (np.empty(capacity, dtype=np.int64) for _ in range(3))
+        filled, trouble, _ = self._batch.read_ticks(start_ns, interval_ns, last_tick, end_tick, rows, ticks, walls,
+                                                    lags)
+        announce = changed or self._unannounced
+        self._unannounced = announce and not filled  # a loop a signal ended before its first tick announces nothing
+        sampled = [SampledTick(int(ticks[i]), int(walls[i]), lags[i] * 1e-9, rows[i], self.catalog,
+                               announce and i == 0) for i in range(filled)]
+        if filled:
+            self._frame = rows[filled - 1].copy()
+        if trouble is not None and filled:
+            changed_now = self._after_batch(*trouble)
+            self._settle_frame(changed_now)
+            last = sampled[-1]
+            sampled[-1] = SampledTick(last.tick, last.wall_ns, last.lag_s, self._frame.copy(), self.catalog,
+                                      last.catalog_changed or changed_now)
+        return sampled
+
+    def _settle_frame(self, changed: bool) -> None:
+        """Lay the frame out afresh after a channel list changed, else place the sources' fresh values into it."""
         if changed:
             self._keep_batched_values()
             self._rebuild_catalog()
@@ -108,7 +173,6 @@ class CollectorRegistry:
                     source.fresh = False
         if (changed or self._replan) and self._batch is not None:
             self._plan_batch()
-        return self._frame.copy(), changed
 
     def read_costs(self) -> dict[str, tuple[int, float]]:
         """Reads of each source so far and the seconds they took, by source name (batched reads included)."""

@@ -25,24 +25,28 @@ class TickStats:
     max_lag_s: float = 0.0
     lags: deque = field(default_factory=lambda: deque(maxlen=36_000))  # the last hour at 10 Hz, for percentiles
 
+    def note(self, tick: int, lag_s: float) -> None:
+        """Tick `tick` ran lag_s late; the ticks between it and the last noted one were skipped."""
+        self.skipped = tick - self.ticks
+        self.ticks += 1
+        self.last_lag_s, self.max_lag_s = lag_s, max(self.max_lag_s, lag_s)
+        self.lags.append(lag_s)
+
 
 def run_schedule(interval: float, on_tick: Callable[[int, float], None], should_stop: Callable[[], bool],
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 stats: TickStats | None = None) -> TickStats:
-    """Call on_tick(k, due_time) at each due time until should_stop(); never drifts, skips ticks it is late for."""
+                 stats: TickStats | None = None, start: float | None = None, last_tick: int = -1) -> TickStats:
+    """Call on_tick(k, due_time) at each due time until should_stop(); never drifts, skips ticks it is late for.
+    A schedule taken over from another keeps its start and goes on after its last tick."""
     stats = stats or TickStats()
-    start = clock()
-    tick = -1
+    start = clock() if start is None else start
+    tick = last_tick
     while not should_stop():
         tick = next_tick(start, interval, clock(), tick)
         due = start + tick * interval
         delay = due - clock()
         if delay > 0:
             sleep(delay)
-        lag = max(0.0, clock() - due)
-        stats.skipped = tick - stats.ticks
-        stats.ticks += 1
-        stats.last_lag_s, stats.max_lag_s = lag, max(stats.max_lag_s, lag)
-        stats.lags.append(lag)
+        stats.note(tick, max(0.0, clock() - due))
         on_tick(tick, due)
     return stats

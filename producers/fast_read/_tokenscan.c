@@ -376,24 +376,20 @@ PyDoc_STRVAR(batch_read_doc,
 "whose values could not be vouched for (unreadable, changed layout, a value not a number: read them in Python)\n"
 "and of entries whose reads ran over budget overruns_before_slow times in a row.");
 
-static PyObject *batch_read(ScanBatch *self, PyObject *args) {
-    long long tick;
-    Py_buffer frame;
-    if (!PyArg_ParseTuple(args, "Lw*", &tick, &frame)) return NULL;
-    if (frame.len % 8 != 0) {
-        PyBuffer_Release(&frame);
-        PyErr_SetString(PyExc_ValueError, "frame must hold 8-byte items");
-        return NULL;
-    }
-    Py_ssize_t width = frame.len / 8, failed = 0, slow = 0;
+/* Whether every entry's values lie inside a frame of width doubles; sets IndexError when one does not. */
+static int batch_fits(ScanBatch *self, Py_ssize_t width) {
     for (Py_ssize_t i = 0; i < self->count; i++)
         if (self->entries[i].every > 0 && self->entries[i].offset + self->entries[i].span > width) {
-            PyBuffer_Release(&frame);
             PyErr_SetString(PyExc_IndexError, "an entry's values lie outside the frame");
-            return NULL;
+            return 0;
         }
-    double *out = frame.buf;
-    Py_BEGIN_ALLOW_THREADS
+    return 1;
+}
+
+/* Reads every entry due at tick into out (no Python objects touched: callable without the GIL); 1 when an entry
+   could not be vouched for or ran over budget too often. */
+static int batch_read_due(ScanBatch *self, long long tick, double *out) {
+    int trouble = 0;
     for (Py_ssize_t i = 0; i < self->count; i++) {
         Entry *entry = &self->entries[i];
         entry->length = -1;
@@ -414,12 +410,14 @@ static PyObject *batch_read(ScanBatch *self, PyObject *args) {
         entry->reads++;
         entry->overruns = elapsed > entry->budget_ns ? entry->overruns + 1 : 0;
         entry->failed = !ok;
-        failed += entry->failed;
-        slow += entry->overruns >= self->overruns_before_slow;
+        trouble |= entry->failed || entry->overruns >= self->overruns_before_slow;
     }
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&frame);
-    if (failed == 0 && slow == 0) Py_RETURN_NONE;
+    return trouble;
+}
+
+/* (failed, slow): the entries read at tick that could not be vouched for, and those over budget too often (their
+   overrun count starts again). */
+static PyObject *batch_trouble(ScanBatch *self, long long tick) {
     PyObject *failed_list = PyList_New(0), *slow_list = PyList_New(0);
     for (Py_ssize_t i = 0; failed_list != NULL && slow_list != NULL && i < self->count; i++) {
         Entry *entry = &self->entries[i];
@@ -442,6 +440,108 @@ static PyObject *batch_read(ScanBatch *self, PyObject *args) {
         return NULL;
     }
     return Py_BuildValue("(NN)", failed_list, slow_list);
+}
+
+static PyObject *batch_read(ScanBatch *self, PyObject *args) {
+    long long tick;
+    Py_buffer frame;
+    if (!PyArg_ParseTuple(args, "Lw*", &tick, &frame)) return NULL;
+    if (frame.len % 8 != 0) {
+        PyBuffer_Release(&frame);
+        PyErr_SetString(PyExc_ValueError, "frame must hold 8-byte items");
+        return NULL;
+    }
+    if (!batch_fits(self, frame.len / 8)) {
+        PyBuffer_Release(&frame);
+        return NULL;
+    }
+    int trouble;
+    Py_BEGIN_ALLOW_THREADS
+    trouble = batch_read_due(self, tick, frame.buf);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&frame);
+    if (!trouble) Py_RETURN_NONE;
+    return batch_trouble(self, tick);
+}
+
+PyDoc_STRVAR(batch_read_ticks_doc,
+"read_ticks(start_ns, interval_ns, last_tick, end_tick, frames, ticks, wall_ns, lag_ns)\n"
+"    -> (rows, trouble, interrupted)\n\n"
+"Keeps the agent's schedule in C: tick k is due at start_ns + k * interval_ns (CLOCK_MONOTONIC). From the tick after\n"
+"last_tick (or the one now due, when ticks were missed) until end_tick, sleeps until each due time, then reads the\n"
+"entries due into the next row of frames (float64, rows x width); a row starts as a copy of the one before, so a\n"
+"value not read at its tick holds, and row 0 must hold the current frame. ticks, wall_ns (CLOCK_REALTIME when the\n"
+"tick woke) and lag_ns (how late it woke) get one int64 per row. Returns after the first row whose read had\n"
+"trouble (as read() reports it, else None), or early with interrupted true when a signal woke the sleep; rows: the\n"
+"rows filled. At least one row is filled unless interrupted, even when end_tick has passed.");
+
+static int sleep_until(int64_t due_ns) {
+    struct timespec due = {.tv_sec = due_ns / 1000000000LL, .tv_nsec = due_ns % 1000000000LL};
+    return clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL);
+}
+
+static int64_t realtime_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+static PyObject *batch_read_ticks(ScanBatch *self, PyObject *args) {
+    long long start_ns, interval_ns, last_tick, end_tick;
+    Py_buffer frames, ticks, walls, lags;
+    if (!PyArg_ParseTuple(args, "LLLLw*w*w*w*", &start_ns, &interval_ns, &last_tick, &end_tick, &frames, &ticks,
+                          &walls, &lags))
+        return NULL;
+    Py_ssize_t capacity = ticks.len / 8;
+    const char *problem = NULL;
+    if (interval_ns <= 0) problem = "interval_ns must be positive";
+    else if (ticks.len % 8 || walls.len != ticks.len || lags.len != ticks.len || capacity < 1)
+        problem = "ticks, wall_ns and lag_ns must hold the same number (at least one) of int64 items";
+    else if (frames.len % (8 * capacity)) problem = "frames must hold as many float64 rows as ticks has items";
+    Py_ssize_t width = problem == NULL ? frames.len / 8 / capacity : 0;
+    if (problem == NULL && !batch_fits(self, width)) problem = "";
+    if (problem != NULL) {
+        if (*problem) PyErr_SetString(PyExc_ValueError, problem);
+        PyBuffer_Release(&frames);
+        PyBuffer_Release(&ticks);
+        PyBuffer_Release(&walls);
+        PyBuffer_Release(&lags);
+        return NULL;
+    }
+    double *rows_out = frames.buf;
+    int64_t *tick_out = ticks.buf, *wall_out = walls.buf, *lag_out = lags.buf;
+    Py_ssize_t rows = 0;
+    int trouble = 0, interrupted = 0;
+    long long tick = last_tick;
+    Py_BEGIN_ALLOW_THREADS
+    while (rows < capacity) {
+        long long due_now = (monotonic_ns() - start_ns) / interval_ns;
+        long long next = due_now > tick + 1 ? due_now : tick + 1;
+        if (rows > 0 && next >= end_tick) break;
+        int64_t due = start_ns + next * interval_ns;
+        if (sleep_until(due) == EINTR) {
+            interrupted = 1;
+            break;
+        }
+        int64_t woke = monotonic_ns();
+        double *row = rows_out + rows * width;
+        if (rows > 0) memcpy(row, row - width, (size_t)width * sizeof(double));
+        tick = next;
+        tick_out[rows] = tick;
+        wall_out[rows] = realtime_ns();
+        lag_out[rows] = woke - due;
+        trouble = batch_read_due(self, tick, row);
+        rows++;
+        if (trouble) break;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&frames);
+    PyBuffer_Release(&ticks);
+    PyBuffer_Release(&walls);
+    PyBuffer_Release(&lags);
+    PyObject *trouble_lists = trouble ? batch_trouble(self, tick) : Py_NewRef(Py_None);
+    if (trouble_lists == NULL) return NULL;
+    return Py_BuildValue("nNO", rows, trouble_lists, interrupted ? Py_True : Py_False);
 }
 
 PyDoc_STRVAR(batch_schedule_doc, "schedule(index, every, budget_ns): read entry index at ticks divisible by every.");
@@ -492,6 +592,7 @@ static Py_ssize_t batch_length(ScanBatch *self) { return self->count; }
 static PyMethodDef batch_methods[] = {
     {"put", (PyCFunction)batch_put, METH_VARARGS, batch_put_doc},
     {"read", (PyCFunction)batch_read, METH_VARARGS, batch_read_doc},
+    {"read_ticks", (PyCFunction)batch_read_ticks, METH_VARARGS, batch_read_ticks_doc},
     {"schedule", (PyCFunction)batch_schedule, METH_VARARGS, batch_schedule_doc},
     {"text", (PyCFunction)batch_text, METH_VARARGS, batch_text_doc},
     {"cost", (PyCFunction)batch_cost, METH_VARARGS, batch_cost_doc},

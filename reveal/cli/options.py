@@ -164,14 +164,24 @@ def listen_address(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def settle_seconds(text: str) -> float:
-    """A settle time: '0' for none, or a duration up to an hour."""
+def _zero_or_seconds_up_to(text: str, limit_s: float, too_long: str) -> float:
+    """'0' for none, or a duration of at most limit_s seconds (`too_long` says what a longer one is)."""
     if text.strip().startswith("-"):
         raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
     value = 0.0 if text.strip() in ("0", "0s") else positive_seconds(text)
-    if value > 3600:
-        raise argparse.ArgumentTypeError(f"{text!r} is more than an hour")
+    if value > limit_s:
+        raise argparse.ArgumentTypeError(f"{text!r} is {too_long}")
     return value
+
+
+def settle_seconds(text: str) -> float:
+    """A settle time: '0' for none, or a duration up to an hour."""
+    return _zero_or_seconds_up_to(text, 3600, "more than an hour")
+
+
+def publish_every_seconds(text: str) -> float:
+    """How often the agent hands out its frames: '0' for every tick, or a duration up to 10 s."""
+    return _zero_or_seconds_up_to(text, 10, "more than 10 s")
 
 
 def source_interval(text: str) -> tuple[str, float]:
@@ -216,6 +226,11 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--settle", type=settle_seconds, default=0.0, metavar="S",
                         help="sample for S seconds before handing out the first frame, so the agent's own start-up "
                              "is never part of a baseline (default: 0)")
+    parser.add_argument("--publish-every", type=publish_every_seconds, default=1.0, metavar="S",
+                        help="hand out frames every S seconds, all of those ticks at once: the compiled scanner keeps "
+                             "the schedule meanwhile, so Python and the Kafka client wake once per S rather than per "
+                             "tick (about a third less CPU at 0.1 s), and frames reach the broker up to S later; "
+                             "sources the scanner cannot read are read once per S. 0: every tick (default: 1)")
 
 
 def agent_settings(args):
@@ -225,7 +240,8 @@ def agent_settings(args):
     return AgentSettings(**({"host": args.host} if args.host else {}), cluster=args.cluster,
                          interval_s=args.interval, procfs=args.procfs, sysfs=args.sysfs,
                          source_intervals=tuple(args.source_interval), cgroup_parent=args.cgroup_parent,
-                         source_groups=args.sources, net_procfs=args.net_procfs, settle_s=args.settle)
+                         source_groups=args.sources, net_procfs=args.net_procfs, settle_s=args.settle,
+                         publish_every_s=args.publish_every)
 
 
 def add_kafka_options(parser: argparse.ArgumentParser) -> None:

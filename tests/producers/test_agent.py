@@ -1,9 +1,12 @@
 """The agent's start-up settle: sources are read from the first tick, but nothing reaches the sink until the settle
-time has passed, and then the catalog comes first and frames are numbered from zero."""
+time has passed, and then the catalog comes first and frames are numbered from zero. Frames are handed out a block
+at a time while the compiled scanner keeps the schedule, every tick in order."""
 
+import numpy as np
 import pytest
 
 from producers.agent import Agent, AgentSettings
+from producers.collectors.meminfo import MemInfoCollector
 from schemas.records import Catalog, Frame
 from tests.producers.test_registry import FixedCollector
 
@@ -50,3 +53,42 @@ def test_without_a_settle_time_the_first_tick_is_handed_out():
 def test_the_settle_time_is_bounded():
     with pytest.raises(ValueError, match="settle time"):
         AgentSettings(host="h1", settle_s=7200)
+
+
+def _run(agent: Agent, frames_wanted: int, sink: ListSink) -> None:
+    agent.run(lambda: sum(isinstance(item, Frame) for item in sink.items) >= frames_wanted)
+
+
+def test_with_the_compiled_scanner_every_tick_is_handed_out_in_order_once_per_block(tmp_path):
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\n")
+    sink = ListSink()
+    agent = Agent(AgentSettings(host="h1", interval_s=0.01, publish_every_s=0.05), sink, [MemInfoCollector(tmp_path)])
+    _run(agent, 12, sink)
+    frames = [item for item in sink.items if isinstance(item, Frame)]
+    assert isinstance(sink.items[0], Catalog) and sum(isinstance(item, Catalog) for item in sink.items) == 1
+    assert len(frames) in (15, 16), "frames are handed out a block at a time: tick 0, then blocks of five"
+    assert [frame.sequence for frame in frames] == list(range(len(frames)))
+    gaps_ms = np.diff([frame.timestamp_ns for frame in frames]) / 1e6
+    assert gaps_ms.min() > 5 and abs(np.median(gaps_ms) - 10) < 2, "the ticks were not read on their schedule"
+    total = [channel.name for channel in sink.items[0].channels].index("mem.MemTotal")
+    assert all(frame.values[total] == 100 * 1024 for frame in frames) and agent.stats.ticks == len(frames)
+
+
+def test_without_a_file_the_scanner_reads_the_agent_samples_every_tick_itself():
+    counts, sink = iter(range(1000)), ListSink()
+
+    class CountingCollector(FixedCollector):
+        def collect(self):
+            self.readings = {"reads": float(next(counts))}
+            return super().collect()
+
+    agent = Agent(AgentSettings(host="h1", interval_s=0.01, publish_every_s=1.0), sink,
+                  [CountingCollector("counting", {})])
+    _run(agent, 5, sink)
+    frames = [item for item in sink.items if isinstance(item, Frame)]
+    assert len(frames) == 5 and len({frame.values[0] for frame in frames}) == 5
+
+
+def test_how_often_frames_are_handed_out_is_bounded():
+    with pytest.raises(ValueError, match="publish every"):
+        AgentSettings(host="h1", publish_every_s=30)

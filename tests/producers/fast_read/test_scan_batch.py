@@ -1,13 +1,16 @@
-"""The agent's scanned files read together (one ScanBatch call a tick) give the frames the collectors' own reads give,
-and every file the batch cannot vouch for is handed back to its collector."""
+"""The agent's scanned files read together (one ScanBatch call a tick, or the compiled loop keeping the schedule for
+many ticks) give the frames the collectors' own reads give, and every file the batch cannot vouch for is handed back
+to its collector."""
 
 import shutil
+import time
 
 import numpy as np
 import pytest
 
 from producers.collectors.interrupts import InterruptsCollector
 from producers.collectors.meminfo import MemInfoCollector
+from producers.collectors.vmstat import VmStatCollector
 from producers.fast_read import scanned_layout
 from producers.registry import CollectorRegistry
 from tests.conftest import FIXTURES
@@ -126,3 +129,84 @@ def test_the_batch_reports_an_unreadable_file_and_keeps_its_bytes_for_the_fallba
     with pytest.raises(ValueError, match="same length"):
         batch.put(1, 0, 10, np.zeros(2, np.int32), np.zeros(1, np.int32), None, np.zeros(0, np.int32), 10, 0, 0, 0,
                   1, 0)
+
+
+MS = 1_000_000
+
+
+def _read_ticks(batch, start_ns, last_tick, end_tick, first_row, interval_ns=20 * MS):
+    capacity = max(1, end_tick - last_tick - 1)
+    rows = np.empty((capacity, len(first_row)))
+    rows[0] = first_row
+    ticks, walls, lags = (np.zeros(capacity, np.int64) for _ in range(3))
+    filled, trouble, interrupted = batch.read_ticks(start_ns, interval_ns, last_tick, end_tick, rows, ticks, walls,
+                                                    lags)
+    return rows[:filled], ticks[:filled], walls[:filled], lags[:filled], trouble, interrupted
+
+
+def test_the_compiled_loop_reads_each_due_tick_into_its_own_row_and_holds_what_is_not_due(tmp_path):
+    every_tick, every_other = tmp_path / "a", tmp_path / "b"
+    every_tick.write_text("a 1\n")
+    every_other.write_text("b 2\n")
+    with open(every_tick) as first, open(every_other) as second:
+        batch = tokenscan.ScanBatch()
+        _entry(batch, first.fileno(), b"a 1\n", [1], [0], offset=0, every=1)
+        _entry(batch, second.fileno(), b"b 2\n", [1], [0], offset=1, every=2)
+        start = time.monotonic_ns()
+        rows, ticks, walls, lags, trouble, interrupted = _read_ticks(batch, start, 0, 5, [-1.0, -1.0])
+    assert ticks.tolist() == [1, 2, 3, 4] and trouble is None and not interrupted
+    assert rows.tolist() == [[1.0, -1.0], [1.0, 2.0], [1.0, 2.0], [1.0, 2.0]]
+    assert time.monotonic_ns() >= start + 4 * 20 * MS, "the loop returned before its last tick was due"
+    assert (lags >= 0).all() and np.diff(walls).min() > 10 * MS
+    assert batch.cost(0)[0] == 4 and batch.cost(1)[0] == 2
+
+
+def test_a_late_loop_skips_the_ticks_it_missed_and_stops_after_a_tick_it_cannot_vouch_for(tmp_path):
+    path = tmp_path / "f"
+    path.write_text("a 1\n")
+    with open(path) as handle:
+        batch = tokenscan.ScanBatch()
+        _entry(batch, handle.fileno(), b"a 1\n", [1], [0])
+        long_ago = time.monotonic_ns() - 10 * 20 * MS
+        _, ticks, _, lags, trouble, _ = _read_ticks(batch, long_ago, -1, 13, [0.0])
+        assert ticks[0] >= 10 and lags[0] >= 0 and ticks.tolist() == list(range(ticks[0], 13))
+        path.write_text("b 1\n")
+        rows, ticks, _, _, trouble, _ = _read_ticks(batch, time.monotonic_ns(), 0, 5, [0.0])
+    assert ticks.tolist() == [1] and trouble == ([0], [])
+    with pytest.raises(ValueError, match="same number"):
+        batch.read_ticks(0, 20 * MS, 0, 5, np.zeros((2, 1)), np.zeros(2, np.int64), np.zeros(1, np.int64),
+                         np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match="interval_ns"):
+        batch.read_ticks(0, 0, 0, 5, np.zeros((1, 1)), *(np.zeros(1, np.int64) for _ in range(3)))
+    with pytest.raises(IndexError):
+        batch.read_ticks(0, 20 * MS, 0, 5, np.zeros((2, 0)), *(np.zeros(2, np.int64) for _ in range(3)))
+
+
+@pytest.mark.parametrize("root", ROOTS)
+def test_ticks_read_by_the_compiled_loop_equal_the_collectors_own_reads(root, tmp_path):
+    procfs = tmp_path / root
+    shutil.copytree(FIXTURES / root, procfs)
+    batched, alone = _registries(procfs)
+    _same_frames(batched, alone, [0])
+    sampled = batched.sample_ticks(time.monotonic_ns(), 5 * MS, 0, 6)
+    assert [tick.tick for tick in sampled] == [1, 2, 3, 4, 5]
+    for tick in sampled:
+        expected, changed = alone.sample(tick.tick)
+        assert not changed and not tick.catalog_changed and tick.catalog is batched.catalog
+        np.testing.assert_array_equal(tick.values, expected)
+
+
+def test_a_channel_list_changed_within_a_loop_is_announced_at_its_tick_and_not_before(tmp_path):
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\n")
+    (tmp_path / "vmstat").write_text("nr_free_pages 7\n")
+    registry = CollectorRegistry([VmStatCollector(tmp_path), MemInfoCollector(tmp_path)], "h", "c", 0.01,
+                                 source_intervals={"/proc/meminfo": 0.02, "/proc/vmstat": 0.01})
+    registry.sample(0)
+    before = registry.catalog
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\nShmem: 3 kB\n")
+    sampled = registry.sample_ticks(time.monotonic_ns(), 10 * MS, 0, 10)
+    assert [tick.tick for tick in sampled] == [1, 2], "the loop went on past the tick whose file changed"
+    assert sampled[0].catalog is before and not sampled[0].catalog_changed and len(sampled[0].values) == 2
+    assert sampled[1].catalog_changed and sampled[1].catalog.version != before.version
+    assert dict(zip((c.name for c in sampled[1].catalog.channels), sampled[1].values.tolist())) == {
+        "vm.nr_free_pages": 7.0, "mem.MemTotal": 100 * 1024, "mem.Shmem": 3 * 1024}

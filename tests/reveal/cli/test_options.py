@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from reveal.cli.options import bootstrap_servers, listen_address, output_file, positive_seconds, settle_seconds
+from reveal.cli.options import (bootstrap_servers, listen_address, output_file, positive_seconds, publish_every_seconds,
+                                settle_seconds)
 from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
 
 LOG_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (DEBUG|INFO|WARNING) ")
@@ -185,6 +186,11 @@ def test_addresses_settle_times_and_output_files_read_as_meant(tmp_path):
     assert settle_seconds("0") == 0.0 and settle_seconds("2m") == 120.0
     with pytest.raises(argparse.ArgumentTypeError, match="more than an hour"):
         settle_seconds("2h")
+    assert publish_every_seconds("0") == 0.0 and publish_every_seconds("0.5") == 0.5
+    with pytest.raises(argparse.ArgumentTypeError, match="more than 10 s"):
+        publish_every_seconds("1m")
+    with pytest.raises(argparse.ArgumentTypeError, match="negative"):
+        publish_every_seconds("-1")
     with pytest.raises(argparse.ArgumentTypeError, match="is a folder, not a file"):
         output_file()(str(tmp_path))
     assert output_file(".avro")(str(tmp_path / "x.AVRO")) == str(tmp_path / "x.AVRO")
