@@ -1,5 +1,6 @@
 import doctest
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -48,6 +49,24 @@ def test_pot_is_deterministic_and_fits_a_tail_by_likelihood_on_a_large_baseline(
     first, second = PotThreshold(), PotThreshold()
     assert first.fit(baseline) == second.fit(baseline)
     assert first.tail["method"] == "likelihood" and first.tail["peaks"] == 60 and first.tail["shape"] > 0
+
+
+@pytest.mark.parametrize("tail", ["exponential", "heavy", "bounded", "rounded"])
+def test_the_tail_fit_is_scipy_s_own_maximum_likelihood_bit_for_bit(tail):
+    from scipy.stats import genpareto
+
+    rng = np.random.default_rng(7)
+    for size in (10, 23, 60):
+        excesses = {"exponential": lambda: rng.exponential(0.3, size),
+                    "heavy": lambda: genpareto.rvs(0.6, scale=2.0, size=size, random_state=rng),
+                    "bounded": lambda: genpareto.rvs(-0.4, scale=1.0, size=size, random_state=rng),
+                    "rounded": lambda: np.round(rng.exponential(1.0, size), 1)}[tail]()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            shape, _, scale = genpareto.fit(excesses, floc=0.0)
+        fitted = thresholds._likelihood_fit(excesses)
+        assert fitted is None or fitted == (shape, scale)
+        assert fitted is not None or not (np.isfinite(shape) and scale > 0 and shape > -1.0)
 
 
 def test_a_light_tail_is_extrapolated_as_exponential_not_as_bounded():
