@@ -131,11 +131,14 @@ class CollectorRegistry:
     def sample_ticks(self, start_ns: int, interval_ns: int, last_tick: int, end_tick: int) -> list[SampledTick]:
         """The ticks after last_tick until end_tick, each read when due by the compiled loop (CLOCK_MONOTONIC,
         tick k due at start_ns + k·interval_ns) without waking Python. The sources their collectors read are read
-        once, before the loop, for every tick of it they are due at, and hold their values through it. Ends early
-        after a tick whose batch read had trouble, which is then handled as sample() does, or when a signal came."""
+        once for every tick of the loop they are due at, and hold their values through it: before the loop, or
+        after it where they explain load (`Collector.explains_load`). Ends early after a tick whose batch read had
+        trouble, which is then handled as sample() does, or when a signal came."""
+        due = [source for source in self.sources
+               if source.batch_index < 0 and _due_between(source.every_ticks, last_tick + 1, end_tick)]
         changed = False
-        for source in self.sources:
-            if source.batch_index < 0 and _due_between(source.every_ticks, last_tick + 1, end_tick):
+        for source in due:
+            if not source.collector.explains_load:
                 changed |= self._read_into(source)
         self._settle_frame(changed)
         capacity = max(1, end_tick - last_tick - 1)
@@ -150,13 +153,28 @@ class CollectorRegistry:
                                announce and i == 0) for i in range(filled)]
         if filled:
             self._frame = rows[filled - 1].copy()
-        if trouble is not None and filled:
-            changed_now = self._after_batch(*trouble)
-            self._settle_frame(changed_now)
-            last = sampled[-1]
-            sampled[-1] = SampledTick(last.tick, last.wall_ns, last.lag_s, self._frame.copy(), self.catalog,
-                                      last.catalog_changed or changed_now)
+            relaid = self._after_batch(*trouble) if trouble is not None else False
+            self._settle_frame(relaid)
+            explainers = [source for source in due if source.collector.explains_load]
+            relaid |= self._read_explanations(explainers, None if relaid else rows[:filled])
+            if relaid or trouble is not None:  # the last tick as handled after the loop, in the catalog now
+                last = sampled[-1]
+                sampled[-1] = SampledTick(last.tick, last.wall_ns, last.lag_s, self._frame.copy(), self.catalog,
+                                          last.catalog_changed or relaid)
         return sampled
+
+    def _read_explanations(self, sources: list[SourceState], rows: np.ndarray | None) -> bool:
+        """Read, after a loop, the sources that explain load, and let their reading stand for every tick of it (the
+        rows, where their layout still holds): the explanation is then never later than the load. True when a
+        channel list changed."""
+        changed = False
+        for source in sources:
+            changed |= self._read_into(source)
+        if not changed and rows is not None:
+            for source in sources:
+                rows[:, source.start:source.end] = source.values
+        self._settle_frame(changed)
+        return changed
 
     def _settle_frame(self, changed: bool) -> None:
         """Lay the frame out afresh after a channel list changed, else place the sources' fresh values into it."""

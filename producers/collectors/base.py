@@ -38,6 +38,9 @@ class Collector(ABC):
     source = "base"
     # How often the source is read by default; 0 means every tick. Slow-moving or costly sources read less often.
     default_interval_s = 0.0
+    # Whether its channels explain load that other channels show (Reveal's own commands): where many ticks are read
+    # at once, it is read after them and its reading stands for each, so the explanation never comes after the load.
+    explains_load = False
 
     def __init__(self, procfs: str | Path = "/proc", sysfs: str | Path = "/sys"):
         self.procfs = Path(procfs)

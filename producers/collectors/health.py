@@ -56,9 +56,11 @@ class AgentHealthCollector(Collector):
 
 class OwnCommandsCollector(Collector):
     """Seconds Reveal's own commands (`reveal sql`, `report` …) have run on this host, read from their notes every
-    tick: a command's load shows in the host's channels at once, and the engine must know of it as soon."""
+    tick (or after a block of ticks, standing for each): a command's load shows in the host's channels at once, and
+    the engine must know of it as soon."""
 
     source = "reveal_commands"
+    explains_load = True
 
     def __init__(self, ledger: CommandLedger | None = None, procfs: str = "/proc"):
         super().__init__(procfs)

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from producers.collectors.base import Collector
 from producers.collectors.interrupts import InterruptsCollector
 from producers.collectors.meminfo import MemInfoCollector
 from producers.collectors.vmstat import VmStatCollector
@@ -210,3 +211,33 @@ def test_a_channel_list_changed_within_a_loop_is_announced_at_its_tick_and_not_b
     assert sampled[1].catalog_changed and sampled[1].catalog.version != before.version
     assert dict(zip((c.name for c in sampled[1].catalog.channels), sampled[1].values.tolist())) == {
         "vm.nr_free_pages": 7.0, "mem.MemTotal": 100 * 1024, "mem.Shmem": 3 * 1024}
+
+
+class _ClockCollector(Collector):
+    """Reports when it was read (monotonic seconds), as one channel."""
+
+    def __init__(self, source: str, explains_load: bool):
+        super().__init__()
+        self.source, self.explains_load = source, explains_load
+
+    def collect(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        self._put(out, f"{self.source}.read_at", "", time.monotonic(), "cpu", "gauge", "s")
+        return out
+
+
+def test_a_source_that_explains_load_is_read_after_the_loop_and_stands_for_each_of_its_ticks(tmp_path):
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\n")
+    registry = CollectorRegistry([MemInfoCollector(tmp_path), _ClockCollector("load", False),
+                                  _ClockCollector("commands", True)], "h", "c", 0.01)
+    registry.sample(0)
+    called = time.monotonic()
+    loop_starts = called + 0.2  # every tick of the loop lies after this
+    sampled = registry.sample_ticks(round(loop_starts * 1e9), 5 * MS, 0, 4)
+    assert [tick.tick for tick in sampled] == [1, 2, 3]
+    read_before = {tick.values[1] for tick in sampled}
+    read_after = {tick.values[2] for tick in sampled}
+    assert len(read_before) == len(read_after) == 1, "a source read once did not hold through the loop"
+    assert called <= read_before.pop() < loop_starts < loop_starts + 0.015 <= read_after.pop()
+    assert all(tick.values[0] == 100 * 1024 for tick in sampled)
+    np.testing.assert_array_equal(registry.sample(4)[0][:1], [100 * 1024])
