@@ -486,6 +486,22 @@ static int64_t realtime_ns(void) {
     return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
+enum { TICK_DUE, TICK_PAST_END, TICK_INTERRUPTED };
+
+/* Sleeps until the tick after *tick is due (or the one now due, when ticks were missed), unless that tick is
+   end_tick or later and `first` is false; on TICK_DUE, *tick is the tick and *lag_ns how late it woke. */
+static int wait_for_tick(int64_t start_ns, int64_t interval_ns, long long end_tick, int first, long long *tick,
+                         int64_t *lag_ns) {
+    long long due_now = (monotonic_ns() - start_ns) / interval_ns;
+    long long next = due_now > *tick + 1 ? due_now : *tick + 1;
+    if (!first && next >= end_tick) return TICK_PAST_END;
+    int64_t due = start_ns + next * interval_ns;
+    if (sleep_until(due) == EINTR) return TICK_INTERRUPTED;
+    *lag_ns = monotonic_ns() - due;
+    *tick = next;
+    return TICK_DUE;
+}
+
 static PyObject *batch_read_ticks(ScanBatch *self, PyObject *args) {
     long long start_ns, interval_ns, last_tick, end_tick;
     Py_buffer frames, ticks, walls, lags;
@@ -515,21 +531,17 @@ static PyObject *batch_read_ticks(ScanBatch *self, PyObject *args) {
     long long tick = last_tick;
     Py_BEGIN_ALLOW_THREADS
     while (rows < capacity) {
-        long long due_now = (monotonic_ns() - start_ns) / interval_ns;
-        long long next = due_now > tick + 1 ? due_now : tick + 1;
-        if (rows > 0 && next >= end_tick) break;
-        int64_t due = start_ns + next * interval_ns;
-        if (sleep_until(due) == EINTR) {
-            interrupted = 1;
+        int64_t lag;
+        int waited = wait_for_tick(start_ns, interval_ns, end_tick, rows == 0, &tick, &lag);
+        if (waited != TICK_DUE) {
+            interrupted = waited == TICK_INTERRUPTED;
             break;
         }
-        int64_t woke = monotonic_ns();
         double *row = rows_out + rows * width;
         if (rows > 0) memcpy(row, row - width, (size_t)width * sizeof(double));
-        tick = next;
         tick_out[rows] = tick;
         wall_out[rows] = realtime_ns();
-        lag_out[rows] = woke - due;
+        lag_out[rows] = lag;
         trouble = batch_read_due(self, tick, row);
         rows++;
         if (trouble) break;
@@ -635,9 +647,42 @@ static PyObject *read_each(PyObject *module, PyObject *args) {
     return PyLong_FromLongLong(total);
 }
 
+PyDoc_STRVAR(read_each_on_schedule_doc,
+"read_each_on_schedule(fds, everies, buffer, start_ns, interval_ns, last_tick, end_tick) -> last tick\n\n"
+"Keeps a schedule as ScanBatch.read_ticks does (the tick after last_tick, or the one now due, until end_tick; at\n"
+"least one), and at each tick preads every descriptor of fds (int32) whose entry in everies (int32) divides the\n"
+"tick into buffer, nothing parsed: what the agent's schedule and files cost bare. Returns the last tick kept (on a\n"
+"signal, the last before it).");
+
+static PyObject *read_each_on_schedule(PyObject *module, PyObject *args) {
+    Py_buffer fds, everies, buffer;
+    long long start_ns, interval_ns, tick, end_tick;
+    if (!PyArg_ParseTuple(args, "y*y*w*LLLL", &fds, &everies, &buffer, &start_ns, &interval_ns, &tick, &end_tick))
+        return NULL;
+    if (everies.len != fds.len || interval_ns <= 0) {
+        PyBuffer_Release(&fds);
+        PyBuffer_Release(&everies);
+        PyBuffer_Release(&buffer);
+        PyErr_SetString(PyExc_ValueError, "fds and everies must have the same length, interval_ns be positive");
+        return NULL;
+    }
+    const int32_t *descriptors = fds.buf, *every = everies.buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t lag;
+    for (int first = 1; wait_for_tick(start_ns, interval_ns, end_tick, first, &tick, &lag) == TICK_DUE; first = 0)
+        for (Py_ssize_t i = 0; i < fds.len / 4; i++)
+            if (every[i] > 0 && tick % every[i] == 0) pread(descriptors[i], buffer.buf, (size_t)buffer.len, 0);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&fds);
+    PyBuffer_Release(&everies);
+    PyBuffer_Release(&buffer);
+    return PyLong_FromLongLong(tick);
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, scan_doc},
     {"read_each", read_each, METH_VARARGS, read_each_doc},
+    {"read_each_on_schedule", read_each_on_schedule, METH_VARARGS, read_each_on_schedule_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -132,7 +132,7 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     result.wake_floor_seconds = min(duration_s, WAKE_FLOOR_S)
     progress(f"measuring the wake-up floor: the same schedule with nothing to do for "
              f"{result.wake_floor_seconds:g} s …")
-    result.wake_floor_cpu_seconds = wake_floor(interval_s, result.wake_floor_seconds)
+    result.wake_floor_cpu_seconds = wake_floor(agent.settings, result.wake_floor_seconds)
     agent.close()
     publisher.close()
     result.wire_bytes = result.frames * _wire_bytes_per_message(publisher, stats)
@@ -198,38 +198,53 @@ def _process_cpu_seconds(pid: int) -> float:
 
 def kernel_floor(agent: Agent, duration_s: float) -> tuple[int, float]:
     """CPU seconds that merely reading the agent's files costs on the agent's schedule: each file pread once per due
-    tick, nothing parsed or sent, in one compiled call a tick (as the agent's own batch reads them). It is what the
-    kernel charges to generate /proc and /sys text, the part of the agent's figure that no parser can remove."""
-    from producers.fast_read.scanned_layout import _tokenscan
-    interval = agent.settings.interval_s
+    tick, nothing parsed or sent, the schedule kept as the agent keeps it (in the compiled scanner, a block of ticks
+    at a time, where the agent does so). It is what the kernel charges to generate /proc and /sys text, the part of
+    the agent's figure that no parser can remove."""
     opened = [(os.open(path, os.O_RDONLY | os.O_CLOEXEC), source.every_ticks)
               for source in agent.registry.sources for path in source.collector.files()]
-    groups = {every: np.array([fd for fd, e in opened if e == every], dtype=np.int32)
-              for every in {e for _, e in opened}}
-    buffer = bytearray(1 << 16)
-    read_each = _tokenscan.read_each if _tokenscan is not None else _read_each_in_python
     try:
-        def tick(index: int, due: float) -> None:
-            for every, fds in groups.items():
-                if index % every == 0:
-                    read_each(fds, buffer)
-
-        deadline = time.monotonic() + duration_s
+        fds = np.array([fd for fd, _ in opened], dtype=np.int32)
+        everies = np.array([every for _, every in opened], dtype=np.int32)
         started = time.thread_time()
-        run_schedule(interval, tick, lambda: time.monotonic() >= deadline)
+        _keep_schedule(agent.settings, duration_s, fds, everies)
         return len(opened), time.thread_time() - started
     finally:
         for fd, _ in opened:
             os.close(fd)
 
 
-def wake_floor(interval_s: float, duration_s: float) -> float:
+def wake_floor(settings: AgentSettings, duration_s: float) -> float:
     """CPU seconds that keeping the agent's schedule costs with nothing to do at each tick: waking the thread and
-    running the schedule's loop. The kernel floor includes it; on a VM each wake-up finds the caches cold."""
-    deadline = time.monotonic() + duration_s
+    running the schedule's loop, as the agent keeps it. The kernel floor includes it; on a VM each wake-up finds
+    the caches cold."""
     started = time.thread_time()
-    run_schedule(interval_s, lambda index, due: None, lambda: time.monotonic() >= deadline)
+    _keep_schedule(settings, duration_s, np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32))
     return time.thread_time() - started
+
+
+def _keep_schedule(settings: AgentSettings, duration_s: float, fds: np.ndarray, everies: np.ndarray) -> None:
+    """The agent's schedule for duration_s, each of fds read bare at the ticks its entry in everies divides."""
+    from producers.fast_read.scanned_layout import _tokenscan
+    buffer = bytearray(1 << 16)
+    deadline = time.monotonic() + duration_s
+    block_ticks = round(settings.publish_every_s / settings.interval_s)
+    if _tokenscan is not None and block_ticks > 1:
+        start_ns, interval_ns, last_tick = time.monotonic_ns(), round(settings.interval_s * 1e9), -1
+        while time.monotonic() < deadline:
+            end_tick = (last_tick + 1) // block_ticks * block_ticks + block_ticks
+            last_tick = _tokenscan.read_each_on_schedule(fds, everies, buffer, start_ns, interval_ns, last_tick,
+                                                         end_tick)
+        return
+    read_each = _tokenscan.read_each if _tokenscan is not None else _read_each_in_python
+    groups = {every: fds[everies == every] for every in set(everies.tolist())}
+
+    def tick(index: int, due: float) -> None:
+        for every, group in groups.items():
+            if index % every == 0:
+                read_each(group, buffer)
+
+    run_schedule(settings.interval_s, tick, lambda: time.monotonic() >= deadline)
 
 
 def _read_each_in_python(fds: np.ndarray, buffer: bytearray) -> int:

@@ -72,6 +72,23 @@ def test_the_bare_read_reads_every_file_whole_compiled_or_not(procfs):
             os.close(int(fd))
 
 
-def test_the_wake_up_floor_costs_less_than_the_time_it_spans():
-    cpu_s = wake_floor(0.05, 0.3)
+@pytest.mark.parametrize("publish_every_s", [0.0, 0.1])
+def test_the_wake_up_floor_costs_less_than_the_time_it_spans(publish_every_s):
+    cpu_s = wake_floor(AgentSettings(host="bench-host", interval_s=0.02, publish_every_s=publish_every_s), 0.3)
     assert 0 < cpu_s < 0.3
+
+
+def test_the_compiled_schedule_reads_each_file_at_the_ticks_its_interval_divides(procfs):
+    fds = np.array([os.open(procfs / "meminfo", os.O_RDONLY)], dtype=np.int32)
+    try:
+        started = time.monotonic_ns()
+        last = _tokenscan.read_each_on_schedule(fds, np.array([2], np.int32), bytearray(1 << 16), started,
+                                                10_000_000, -1, 5)
+        assert last == 4 and time.monotonic_ns() - started >= 40_000_000
+        late = _tokenscan.read_each_on_schedule(fds, np.array([2], np.int32), bytearray(1 << 16), started,
+                                                10_000_000, 4, 5)
+        assert late == 5, "a schedule asked for no tick still keeps the next one"
+    finally:
+        os.close(int(fds[0]))
+    with pytest.raises(ValueError, match="same length"):
+        _tokenscan.read_each_on_schedule(fds, np.zeros(0, np.int32), bytearray(1), 0, 1, -1, 1)
