@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 from producers.collectors.base import Collector
 from producers.collectors.health import AgentHealthCollector, OwnCommandsCollector
 from producers.registry import CollectorRegistry
-from producers.sampler import TickStats, run_schedule
+from producers.sampler import TickStats, block_end, run_schedule
 from producers.source_table import default_collectors
 from schemas.agent_records import Catalog, Frame
 
@@ -60,6 +60,11 @@ class AgentSettings:
     # Seconds of ticks the compiled scanner keeps the schedule for before Python hands their frames out together:
     # Python and the Kafka client wake once per block instead of once per tick. 0 (or one interval): every tick.
     publish_every_s: float = 1.0
+
+    @property
+    def ticks_per_block(self) -> int:
+        """Ticks handed out together; 1 or less: tick by tick."""
+        return round(self.publish_every_s / self.interval_s)
 
     def __post_init__(self):
         if not 0 <= self.settle_s <= 3600:
@@ -171,7 +176,7 @@ class Agent:
         self.settle_from(self._wall_clock_ns())
 
         collect_ticks = max(1, round(GARBAGE_COLLECTION_EVERY_S / self.settings.interval_s))
-        block_ticks = round(self.settings.publish_every_s / self.settings.interval_s)
+        block_ticks = self.settings.ticks_per_block
 
         def now_and_then(index: int) -> None:
             if index and index % collect_ticks == 0:
@@ -202,9 +207,8 @@ class Agent:
                  block_ticks * self.settings.interval_s)
         last_tick = 0
         while not should_stop():
-            end_tick = (last_tick + 1) // block_ticks * block_ticks + block_ticks
             before = last_tick
-            last_tick = self.sample_block(start_ns, last_tick, end_tick)
+            last_tick = self.sample_block(start_ns, last_tick, block_end(last_tick, block_ticks))
             for index in range(before + 1, last_tick + 1):
                 now_and_then(index)
         return self.stats

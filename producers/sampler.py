@@ -33,6 +33,15 @@ class TickStats:
         self.lags.append(lag_s)
 
 
+def block_end(last_tick: int, block_ticks: int) -> int:
+    """The end (exclusive) of the block of ticks after last_tick: blocks end on multiples of block_ticks.
+
+    >>> block_end(0, 10), block_end(9, 10), block_end(12, 10)
+    (10, 20, 20)
+    """
+    return (last_tick + 1) // block_ticks * block_ticks + block_ticks
+
+
 def run_schedule(interval: float, on_tick: Callable[[int, float], None], should_stop: Callable[[], bool],
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  stats: TickStats | None = None, start: float | None = None, last_tick: int = -1) -> TickStats:

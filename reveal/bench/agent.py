@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from producers.agent import Agent, AgentSettings
-from producers.sampler import TickStats, run_schedule
+from producers.sampler import TickStats, block_end, run_schedule
 from producers.publisher import KafkaFramePublisher
 from schemas.agent_records import Catalog, Frame
 from schemas.topics import TopicNames, ensure_topics
@@ -228,13 +228,12 @@ def _keep_schedule(settings: AgentSettings, duration_s: float, fds: np.ndarray, 
     from producers.fast_read.scanned_layout import _tokenscan
     buffer = bytearray(1 << 16)
     deadline = time.monotonic() + duration_s
-    block_ticks = round(settings.publish_every_s / settings.interval_s)
+    block_ticks = settings.ticks_per_block
     if _tokenscan is not None and block_ticks > 1:
         start_ns, interval_ns, last_tick = time.monotonic_ns(), round(settings.interval_s * 1e9), -1
         while time.monotonic() < deadline:
-            end_tick = (last_tick + 1) // block_ticks * block_ticks + block_ticks
             last_tick = _tokenscan.read_each_on_schedule(fds, everies, buffer, start_ns, interval_ns, last_tick,
-                                                         end_tick)
+                                                         block_end(last_tick, block_ticks))
         return
     read_each = _tokenscan.read_each if _tokenscan is not None else _read_each_in_python
     groups = {every: fds[everies == every] for every in set(everies.tolist())}

@@ -170,7 +170,7 @@ def _penalised_negative_log_likelihood(theta: np.ndarray, excesses: np.ndarray) 
     if not np.isfinite(shape) or scale <= 0:
         return np.inf
     log_scale = len(excesses) * np.log(scale)
-    standard = (excesses - 0.0) / scale
+    standard = excesses / scale
     upper = -1.0 / shape if shape < 0 else np.inf
     with np.errstate(invalid="ignore"):
         inside = (0.0 <= standard) & (standard <= upper)
