@@ -1,5 +1,7 @@
 import doctest
 import json
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -166,3 +168,10 @@ def test_top_fraction_state_round_trip_continues_the_same_stream():
     restored = TopFractionThreshold.from_state(json.loads(json.dumps(rule.state(), allow_nan=False)))
     for score in np.random.default_rng(6).normal(size=200):
         assert restored.update(score) == rule.update(score)
+
+
+def test_a_process_imports_scipy_stats_when_it_fits_a_tail_or_asks_for_it_ahead():
+    check = ("import sys, stream_jobs.engine.thresholds as thresholds; before = 'scipy.stats' in sys.modules; "
+             "thresholds.import_tail_fitting(); print(before, 'scipy.stats' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True"]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import stream_jobs.engine.detectors.mahalanobis as mahalanobis
+from stream_jobs.engine.detectors import state
 from stream_jobs.engine.detectors.mahalanobis import MahalanobisPCADetector
 
 
@@ -115,6 +116,23 @@ def test_state_round_trip_keeps_every_fitted_array():
     restored = MahalanobisPCADetector.from_state(json.loads(json.dumps(detector.state(), allow_nan=False)))
     assert restored.major_components == detector.major_components and restored.variance == 0.9
     np.testing.assert_array_equal(restored.contributions(low_rank(1)), detector.contributions(low_rank(1)))
+
+
+def test_a_state_with_the_earlier_float16_axes_restores_to_the_same_distances():
+    detector = MahalanobisPCADetector(variance=0.9).fit(low_rank(0))
+    earlier = detector.state()
+    earlier["components"] = state.encode_array(detector.components.astype(np.float16))
+    del earlier["axes"], earlier["axis_scales"]
+    restored = MahalanobisPCADetector.from_state(json.loads(json.dumps(earlier, allow_nan=False)))
+    assert restored.axes.dtype == np.int16
+    np.testing.assert_allclose(restored.score(low_rank(1)), detector.score(low_rank(1)), rtol=2e-2)  # float16's own error
+
+
+def test_axes_are_held_to_sixteen_bits_of_their_largest_loading():
+    detector = MahalanobisPCADetector().fit(np.random.default_rng(5).normal(size=(40, 300)))
+    exact, _ = mahalanobis._principal_axes(detector._standardise(np.random.default_rng(5).normal(size=(40, 300))))
+    error = np.abs(detector.components - exact[:len(detector.components)]).max(axis=1)
+    assert (error <= np.abs(exact[:len(detector.components)]).max(axis=1) / 32767).all()
 
 
 def test_variance_outside_zero_to_one_is_refused():
