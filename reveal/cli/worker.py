@@ -93,16 +93,7 @@ def handle(args) -> int:
     app = create_app(settings, shell)
     run_ended = threading.Event()  # set when the worker ends its own run; an operator's SIGTERM hands over instead
     if args.duration or args.until_idle:
-        @app.task
-        async def stop_when_done():
-            started = time.monotonic()
-            while not _done(shell, started, args.duration, args.until_idle):
-                await asyncio.sleep(0.5)
-            log.info("worker stopping: %s", "duration reached" if args.duration and
-                     time.monotonic() - started >= args.duration else "input idle")
-            await shell.flush()  # so that the consumer commits what is stored as it stops
-            run_ended.set()
-            os.kill(os.getpid(), signal.SIGTERM)  # the same clean path as an operator's stop
+        _stop_when_done(app, shell, args, run_ended)
     worker = faust.Worker(app, loglevel=logging.getLevelName(logging.getLogger().level).lower(),
                           override_logging=False, quiet=True)
     status = 0
@@ -119,6 +110,21 @@ def handle(args) -> int:
         if queries is not None:
             queries.close()
     return status
+
+
+def _stop_when_done(app, shell: WorkerShell, args, run_ended: threading.Event) -> None:
+    """A task that ends the worker's run at --duration or after --until-idle seconds without input: it stores what
+    is pending, marks the run ended and stops the worker as an operator's SIGTERM would."""
+    @app.task
+    async def stop_when_done():
+        started = time.monotonic()
+        while not _done(shell, started, args.duration, args.until_idle):
+            await asyncio.sleep(0.5)
+        log.info("worker stopping: %s", "duration reached" if args.duration and
+                 time.monotonic() - started >= args.duration else "input idle")
+        await shell.flush()  # so that the consumer commits what is stored as it stops
+        run_ended.set()
+        os.kill(os.getpid(), signal.SIGTERM)  # the same clean path as an operator's stop
 
 
 def _serve_queries(shell: WorkerShell, folder, listen: tuple[str, int]) -> LiveServer:
