@@ -68,14 +68,12 @@ def handle(args) -> int:
     from sinks.clickhouse import describe_dsn
     from sinks.landing import open_landing
     from stream_jobs.catalog_preload import read_catalogs
-    from stream_jobs.engine.thresholds import import_tail_fitting
     from stream_jobs.worker.app import create_app
     from stream_jobs.worker.metrics import WorkerMetrics
     from stream_jobs.worker.shell import WorkerSettings, WorkerShell
 
     settings = WorkerSettings(args.bootstrap, args.group, engine, TopicNames(args.topic_prefix),
                               security=security, storage_retry_max_s=args.storage_retry_max)
-    import_tail_fitting()
     if folder is not None:
         claim_data_folder(folder, "distributed")
     log.info("worker: %s; storage %s, database %s, at most %d rows queued", settings, describe_dsn(dsn),

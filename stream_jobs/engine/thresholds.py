@@ -128,12 +128,6 @@ def _heavier_than_exponential(excesses: np.ndarray, shape: float, scale: float) 
     return 2.0 * (pareto - exponential) > CHI_SQUARED_1_AT_5_PERCENT
 
 
-def import_tail_fitting() -> None:
-    """Import what fitting a tail needs now, in a process that will fit many (a worker): its first baselines then do
-    not wait the second that scipy.stats takes to import, and the memory it takes is the process's from its start."""
-    _generalized_pareto()
-
-
 def _generalized_pareto():
     """scipy's generalized Pareto; scipy.stats takes about a second to import, so only a process that fits a tail
     pays for it (not `reveal sql`, nor a command that stops at a bad option)."""

@@ -1,7 +1,5 @@
 import doctest
 import json
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -169,9 +167,3 @@ def test_top_fraction_state_round_trip_continues_the_same_stream():
     for score in np.random.default_rng(6).normal(size=200):
         assert restored.update(score) == rule.update(score)
 
-
-def test_a_process_imports_scipy_stats_when_it_fits_a_tail_or_asks_for_it_ahead():
-    check = ("import sys, stream_jobs.engine.thresholds as thresholds; before = 'scipy.stats' in sys.modules; "
-             "thresholds.import_tail_fitting(); print(before, 'scipy.stats' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["False", "True"]
