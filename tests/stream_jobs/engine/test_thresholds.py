@@ -166,4 +166,3 @@ def test_top_fraction_state_round_trip_continues_the_same_stream():
     restored = TopFractionThreshold.from_state(json.loads(json.dumps(rule.state(), allow_nan=False)))
     for score in np.random.default_rng(6).normal(size=200):
         assert restored.update(score) == rule.update(score)
-
