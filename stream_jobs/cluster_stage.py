@@ -114,7 +114,7 @@ class ClusterStage:
             return StageOutput()  # the same window again (a restarted worker publishes it twice)
         departing[summary.host] = self._departing_of(cluster, summary)
         output = self._host_incidents(cluster, summary.window_id, [summary])
-        output.alerts = self.peer_effects.told(cluster, summary.window_id, output.alerts)
+        output.alerts = self.peer_effects.told(cluster, summary.window_id, output.alerts, self._last_shown(output))
         return output
 
     def _compare_windows(self, cluster: str, window_ids: list[int]) -> StageOutput:
@@ -151,8 +151,15 @@ class ClusterStage:
                                            [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
             output.alerts += [tracked_alert(e, cluster) for e in events]
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
-        output.alerts = self.peer_effects.told(cluster, window_id, output.alerts)
+        output.alerts = self.peer_effects.told(cluster, window_id, output.alerts, self._last_shown(output))
         return output
+
+    def _last_shown(self, output: StageOutput) -> dict[str, int]:
+        """Each open incident's last anomalous window, looked up only when the window opens one: a peer's incident
+        that no longer shows leads no other."""
+        if not any(alert.state == "open" for alert in output.alerts):
+            return {}
+        return {incident.incident_id: incident.last_window_id for incident in self.incidents.open_incidents()}
 
     def _note_persisted(self, summary: HostWindow) -> None:
         last = self._last_persisted[summary.host]

@@ -180,10 +180,9 @@ class PeerComparator:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             level = column_nanmedians(np.where(np.isfinite(matrix), matrix, np.nan))
-        residual = matrix - level
         findings = []
         for row, host in enumerate(hosts):
-            z = self._deviation(summaries[row], names, residual[row], level, len(hosts) - 1)
+            z = self._deviation(summaries[row], names, matrix[row], level, len(hosts) - 1)
             if z is None:
                 continue
             streak = self._advance(host, window_id, names, np.abs(z) >= self.z_threshold)
@@ -191,20 +190,21 @@ class PeerComparator:
                 findings.append(self._finding(host, names, z, window_id, streak, len(hosts) - 1))
         return findings
 
-    def _deviation(self, summary: HostSummary, names: tuple[str, ...], residual: np.ndarray, level: np.ndarray,
+    def _deviation(self, summary: HostSummary, names: tuple[str, ...], values: np.ndarray, level: np.ndarray,
                    peers: int):
         """The host's residual against its learned offset, in learned spreads (None while it is learned)."""
         host = summary.host
+        residual = values - level
         offsets = self._offsets.get(host)
         if offsets is None or offsets.names != names:
             learning = self._learning.get(host)
             if offsets is not None or learning is None or learning.names != names:
                 learning = self._learning[host] = _Learning(names)
             self._offsets.pop(host, None)
-            learning.add(residual)
+            learning.add(residual, values)
             if learning.seen == self.learn_windows:
                 self._report_configuration(host, summary.window_id, _Offsets.learn(names, learning.residuals()),
-                                           level, peers)
+                                           learning.held_still(), level, peers)
             if summary.learning or learning.seen < self.learn_windows:
                 return None
             self._offsets[host] = _Offsets.learn(names, learning.residuals())
@@ -216,11 +216,13 @@ class PeerComparator:
             z = (residual - offsets.offset) / scale
         return np.where(offsets.own, 0.0, np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0))
 
-    def _report_configuration(self, host: str, window_id: int, offsets: _Offsets, level: np.ndarray,
-                              peers: int) -> None:
-        """Channels that never moved on the host over the learning span and sit apart from the cluster's level."""
+    def _report_configuration(self, host: str, window_id: int, offsets: _Offsets, still: np.ndarray,
+                              level: np.ndarray, peers: int) -> None:
+        """Channels that never moved on the host over the learning span and sit apart from the cluster's level. A
+        level that steps now and then (a cgroup's page cache growing by a page) is usage, not configuration, even
+        when its distance from the cluster holds still most of the time."""
         floor = np.fmax(self.relative_floor * np.abs(np.nan_to_num(level)), self.absolute_floor)
-        apart = (offsets.spread == 0) & (np.abs(offsets.offset) >= floor)
+        apart = still & (offsets.spread == 0) & (np.abs(offsets.offset) >= floor)
         apart &= ~offsets.own
         if apart.any():
             index = np.flatnonzero(apart)[np.argsort(-np.abs(offsets.offset[apart]), kind="stable")][:self.top]
@@ -250,15 +252,21 @@ class PeerComparator:
 
 class _Learning:
     """One host's residuals while its offsets are learned, thinned evenly to at most LEARNING_KEPT windows: every
-    `stride`-th window is kept, and the stride doubles (every other kept row dropped) when the rows fill up."""
+    `stride`-th window is kept, and the stride doubles (every other kept row dropped) when the rows fill up. The
+    lowest and highest of its own values are kept over every window, thinned or not."""
 
     def __init__(self, names: tuple[str, ...]):
         self.names = names
         self.seen = 0
         self.stride = 1
         self._rows: list[np.ndarray] = []
+        self._lowest = np.full(len(names), np.inf)
+        self._highest = np.full(len(names), -np.inf)
 
-    def add(self, residual: np.ndarray) -> None:
+    def add(self, residual: np.ndarray, values: np.ndarray) -> None:
+        finite = np.isfinite(values)
+        np.fmin(self._lowest, np.where(finite, values, np.inf), out=self._lowest)
+        np.fmax(self._highest, np.where(finite, values, -np.inf), out=self._highest)
         if self.seen % self.stride == 0:
             self._rows.append(np.asarray(residual, dtype=np.float32))
             if len(self._rows) >= LEARNING_KEPT:
@@ -268,6 +276,10 @@ class _Learning:
 
     def residuals(self) -> np.ndarray:
         return np.vstack(self._rows).astype(np.float64)
+
+    def held_still(self) -> np.ndarray:
+        """Channels whose own value never changed over the windows seen (and was seen at all)."""
+        return self._highest == self._lowest
 
 
 @dataclass(frozen=True, eq=False)

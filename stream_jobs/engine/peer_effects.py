@@ -12,12 +12,15 @@ blip of another kind on a peer must not hide a lossy link. A network finding on 
 windows of a peer's loss verdict (from the window it opens) is the loss seen from the other end (segments out of
 order, compressed or coalesced ACKs, a receive path that changes while the link drops) and is told with the verdict,
 which names the host that lost them. Other incidents that open in the same window on several hosts are each told:
-which of them came first cannot be known.
+which of them came first cannot be known. An incident leads only while it still shows: one whose last anomalous
+window lies more than `within_windows` windows back (held open in case its symptom returns) is over as far as its
+peers can tell, and a later incident on a peer is that peer's own.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import replace
 
 from schemas.records import Alert
@@ -40,9 +43,11 @@ class PeerEffects:
         self._effects: dict[str, list[str]] = defaultdict(list)
         self._told_with: dict[str, str] = {}
 
-    def told(self, cluster: str, window_id: int | None, alerts: list[Alert]) -> list[Alert]:
+    def told(self, cluster: str, window_id: int | None, alerts: list[Alert],
+             last_shown: Mapping[str, int] | None = None) -> list[Alert]:
         """The alerts to publish of those the cluster's window `window_id` raised (None: incidents closed at the end
-        of a run, which open nothing)."""
+        of a run, which open nothing). `last_shown` gives the last anomalous window of each open incident by alert
+        id; an incident it lacks (or all, without it) counts as showing."""
         published = []
         for alert in sorted(alerts, key=lambda a: a.kind != LOSS):
             if alert.kind not in HOST_KINDS:
@@ -50,7 +55,7 @@ class PeerEffects:
             elif alert.alert_id in self._told_with:
                 published += self._held_back(alert)
             else:
-                published += self._own(cluster, window_id, alert)
+                published += self._own(cluster, window_id, alert, last_shown or {})
         return published
 
     def _held_back(self, alert: Alert) -> list[Alert]:
@@ -58,9 +63,9 @@ class PeerEffects:
             del self._told_with[alert.alert_id]
         return []
 
-    def _own(self, cluster: str, window_id: int | None, alert: Alert) -> list[Alert]:
+    def _own(self, cluster: str, window_id: int | None, alert: Alert, last_shown: Mapping[str, int]) -> list[Alert]:
         follows = alert.state == "open" and window_id is not None
-        lead = self._lead(cluster, window_id, alert) if follows else None
+        lead = self._lead(cluster, window_id, alert, last_shown) if follows else None
         if lead is not None:
             self._told_with[alert.alert_id] = lead.alert_id
             self._effects[lead.alert_id].append(f"{alert.host} ({alert.summary})")
@@ -69,13 +74,15 @@ class PeerEffects:
             self._openings[cluster].append((window_id, alert.alert_id))
         return [self._remember(alert)]
 
-    def _lead(self, cluster: str, window_id: int, alert: Alert) -> Alert | None:
-        """The latest open incident on another host of the cluster that the alert may be told with (see _may_lead)."""
+    def _lead(self, cluster: str, window_id: int, alert: Alert, last_shown: Mapping[str, int]) -> Alert | None:
+        """The latest open incident on another host of the cluster, still showing, that the alert may be told with
+        (see _may_lead)."""
         recent = [(opened, alert_id) for opened, alert_id in self._openings[cluster]
                   if window_id - opened <= max(self.within_windows, self.loss_within_windows)]
         self._openings[cluster] = recent
         leads = [self._open[alert_id] for opened, alert_id in sorted(recent, reverse=True)
                  if alert_id in self._open and self._open[alert_id].host != alert.host
+                 and last_shown.get(alert_id, window_id) >= window_id - self.within_windows
                  and self._may_lead(self._open[alert_id].kind, alert, window_id - opened)]
         return leads[0] if leads else None
 

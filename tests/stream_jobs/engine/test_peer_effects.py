@@ -36,6 +36,18 @@ def test_a_peers_loss_verdict_seconds_after_a_hosts_is_the_same_lossy_link():
         [opening("h5", "retransmissions", 21, "network")]
 
 
+def test_a_loss_verdict_that_no_longer_shows_leads_no_peers_loss_verdict():
+    """A few seconds of loss on h6 hold its verdict open for a while; a lossy link on h2 that starts after h6's went
+    quiet is h2's own incident, while one that starts as h6's still shows is the same link seen from h6's peer."""
+    effects = PeerEffects(within_windows=3, loss_within_windows=60)
+    effects.told("c", 10, [opening("h6", "retransmissions", 10, "network")], {"h6/retransmissions:10": 10})
+    own = opening("h2", "retransmissions", 22, "network")
+    assert effects.told("c", 22, [own], {"h6/retransmissions:10": 14, "h2/retransmissions:22": 22}) == [own]
+    [update] = effects.told("c", 23, [opening("h3", "retransmissions", 23, "network")],
+                            {"h6/retransmissions:10": 14, "h2/retransmissions:22": 23, "h3/retransmissions:23": 23})
+    assert update.alert_id == "h2/retransmissions:22" and "then on peers: h3" in update.summary
+
+
 def test_a_peers_network_finding_while_a_lossy_link_is_young_is_the_loss_seen_from_the_other_end():
     """The server that receives from a lossy client sees segments out of order in the window the client's verdict
     opens, and its receive path changes over the next minute; a CPU finding on a peer is told on its own."""
