@@ -39,6 +39,7 @@ TRAIN_PORT = 29500
 INFER_PORT = 29600
 AGENT_SOURCES = "network,cgroups"
 CGROUP_INTERVAL_S = 0.2
+WORKER_NICENESS = 10  # the worker yields the shared cores to the emulated hosts (see _start_worker)
 WORKER_IDLE_S = 8.0  # the worker ends its run this long after the last frame, once none waits unread in Kafka
 PROGRESS_EVERY_S = 300.0
 TRAIN_COMPUTE_MS = 15.0
@@ -179,12 +180,16 @@ def _start_agents(scenario: Scenario, hosts: dict[str, LabHost], run_id: str, ru
 
 def _start_worker(scenario: Scenario, bootstrap: str, tag: str, run_dir: Path,
                   progress: Callable[[str], None]) -> subprocess.Popen:
-    """A Faust worker of its own consumer group and topics, storing into the run's ClickHouse."""
+    """A Faust worker of its own consumer group and topics, storing into the run's ClickHouse. A fleet's workers run
+    on machines of their own; here they share the emulated hosts' cores, so the worker yields to them (nice 10): its
+    bursts, such as every host's baseline fitted in the same second, must not starve the hosts' jobs into timeouts
+    and retransmissions that no fault caused."""
     from reveal.lab.ingest import LIVE_MODE, engine_settings_for
 
     settings = engine_settings_for(scenario.baseline_s, LIVE_MODE, scenario.seed)
-    argv = [sys.executable, "-m", "reveal.cli", "worker", "--bootstrap", bootstrap, "--topic-prefix",
-            _topic_prefix(tag), "--group", f"reveal-lab-{tag}", "--clickhouse", data_dir_dsn(run_dir),
+    argv = ["nice", "-n", str(WORKER_NICENESS), sys.executable, "-m", "reveal.cli", "worker", "--bootstrap",
+            bootstrap, "--topic-prefix", _topic_prefix(tag), "--group", f"reveal-lab-{tag}", "--clickhouse",
+            data_dir_dsn(run_dir),
             "--until-idle", f"{WORKER_IDLE_S:g}", "--warmup-windows", str(settings.warmup_windows),
             "--seed", str(scenario.seed)]
     progress(f"{scenario.name}: Faust worker on {bootstrap}, topics {_topic_prefix(tag)}*")
