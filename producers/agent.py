@@ -27,6 +27,9 @@ class FrameSink(Protocol):
 
     def on_frame(self, frame: Frame) -> None: ...
 
+    def end_block(self) -> None:
+        """The frames handed out since the last call were sampled as one block (a sink may send them together)."""
+
 
 class FanOutSink:
     """Hands every catalog and frame to several sinks in turn: publish to Kafka and record to a file at once.
@@ -43,6 +46,10 @@ class FanOutSink:
     def on_frame(self, frame: Frame) -> None:
         for sink in self.sinks:
             sink.on_frame(frame)
+
+    def end_block(self) -> None:
+        for sink in self.sinks:
+            sink.end_block()
 
 
 @dataclass(frozen=True)
@@ -195,6 +202,7 @@ class Agent:
             tick(0, start_ns * 1e-9)  # lays the frame out and gives the scanner the files it can read
             last_tick = 0
             if self.registry.reads_ticks_in_c:
+                self.sink.end_block()
                 return self._run_in_blocks(start_ns, block_ticks, should_stop, now_and_then)
         return run_schedule(self.settings.interval_s, tick, should_stop, stats=self.stats, start=start_ns * 1e-9,
                             last_tick=last_tick)
@@ -209,6 +217,7 @@ class Agent:
         while not should_stop():
             before = last_tick
             last_tick = self.sample_block(start_ns, last_tick, block_end(last_tick, block_ticks))
+            self.sink.end_block()
             for index in range(before + 1, last_tick + 1):
                 now_and_then(index)
         return self.stats

@@ -49,12 +49,13 @@ class AgentMetrics(Collector):
         if self.publisher is None:
             return
         stats, spool = self.publisher.stats, self.publisher.spool
-        yield counter_family("reveal_agent_frames_sent", "Records Kafka acknowledged.", stats.delivered, host)
-        yield counter_family("reveal_agent_delivery_failures", "Records Kafka refused or timed out (kept for a "
+        yield counter_family("reveal_agent_frames_sent", "Frames Kafka acknowledged.", stats.delivered, host)
+        yield counter_family("reveal_agent_delivery_failures", "Frames Kafka refused or timed out (kept for a "
                              "retry).", stats.failed, host)
-        yield counter_family("reveal_agent_frames_spooled", "Records written to the disk spool while Kafka was away.",
+        yield counter_family("reveal_agent_frames_spooled", "Frames written to the disk spool while Kafka was away.",
                              stats.spooled, host)
-        yield counter_family("reveal_agent_frames_dropped", "Records dropped because the spool was full.",
+        yield counter_family("reveal_agent_frames_dropped", "Messages (a block of frames each) dropped "
+                             "because the spool was full.",
                              spool.dropped_records if spool is not None else 0, host)
         yield gauge_family("reveal_agent_spool_records", "Records waiting for Kafka: in the spool or to be replayed.",
                            self.publisher.backlog(), host)

@@ -1,5 +1,8 @@
 """Publishes frames and catalogs to Kafka with an idempotent, compressing confluent-kafka producer.
 
+A host's frames travel a block at a time: the frames an agent hands out together (a second of ticks by default) are
+one message, their records back to back, so that the brokers and the workers handle a tenth of the messages.
+
 While the broker is unreachable, frames go to a bounded on-disk spool instead of piling up in the client; a
 background thread replays the spool in order once the broker answers again, and only then does live publishing
 resume, so a host's frames reach Kafka in sequence order.
@@ -17,7 +20,7 @@ from typing import Callable
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from producers.spool import DiskSpool, SpooledRecord
-from schemas.agent_records import Catalog, Frame, encode_catalog, encode_frame
+from schemas.agent_records import Catalog, Frame, encode_catalog, encode_frames, frames_in
 from schemas.topics import BrokerUnavailable, TopicNames
 
 log = logging.getLogger(__name__)
@@ -25,6 +28,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class DeliveryStats:
+    """Frames (not messages) sent, delivered, failed, spooled and replayed."""
+
     sent: int = 0
     delivered: int = 0
     failed: int = 0
@@ -48,11 +53,16 @@ class KafkaFramePublisher:
 
     def __init__(self, bootstrap: str, extra_config: dict | None = None, topics: TopicNames = TopicNames(),
                  spool_dir: str | Path | None = None, spool_max_bytes: int = 256 << 20, start_spooling: bool = False,
-                 before_replay: Callable[[], None] | None = None):
+                 before_replay: Callable[[], None] | None = None, frames_per_message: int = 1):
         """`start_spooling`: the broker did not answer at start, so frames go to the spool from the first one;
         `before_replay`: run once when the broker first answers, before the spool is replayed (creating the topics),
-        and again next time if it raises BrokerUnavailable."""
+        and again next time if it raises BrokerUnavailable; `frames_per_message`: frames sent as one message, fewer
+        when a block ends first."""
+        if frames_per_message < 1:
+            raise ValueError(f"frames_per_message is {frames_per_message}; a message holds at least one frame")
         self.topics = topics
+        self.frames_per_message = frames_per_message
+        self._block: list[Frame] = []
         self._before_replay = before_replay
         self._last_client_error = None
         self.stats = DeliveryStats()
@@ -73,10 +83,19 @@ class KafkaFramePublisher:
             self._drainer.start()
 
     def on_catalog(self, catalog: Catalog) -> None:
+        self.end_block()
         self._publish(SpooledRecord(self.topics.catalog, catalog.host.encode(), encode_catalog(catalog)))
 
     def on_frame(self, frame: Frame) -> None:
-        self._publish(SpooledRecord(self.topics.samples, frame.host.encode(), encode_frame(frame)))
+        self._block.append(frame)
+        if len(self._block) >= self.frames_per_message:
+            self.end_block()
+
+    def end_block(self) -> None:
+        """Send the frames handed out since the last message as one message."""
+        if self._block:
+            block, self._block = self._block, []
+            self._publish(SpooledRecord(self.topics.samples, block[0].host.encode(), encode_frames(block)))
 
     def backlog(self) -> int:
         """Records not yet handed to Kafka: spooled, or failed and waiting to be replayed."""
@@ -91,6 +110,7 @@ class KafkaFramePublisher:
 
     def close(self, timeout_s: float = 30.0) -> int:
         """Deliver what is queued (the spool too, while the broker answers); returns how many records remain."""
+        self.end_block()
         if self._drainer is not None:
             self._stop.set()
             self._drainer.join(timeout_s)
@@ -110,7 +130,7 @@ class KafkaFramePublisher:
     def _publish(self, record: SpooledRecord) -> None:
         if self.spool is not None and (self._broker_down.is_set() or len(self.spool)):
             self.spool.append(record)
-            self.stats.spooled += 1
+            self.stats.spooled += frames_in(record.value)
             return
         self._produce(record, replay=False)
 
@@ -128,16 +148,16 @@ class KafkaFramePublisher:
                 if not error.args[0].fatal():
                     raise
                 self._fatal.set()
-        self.stats.sent += 1
+        self.stats.sent += frames_in(record.value)
         self.producer.poll(0)
 
     def _on_delivery(self, error: KafkaError | None, message) -> None:
         if error is None:
-            self.stats.delivered += 1
+            self.stats.delivered += frames_in(message.value())
             return
-        self.stats.failed += 1
+        self.stats.failed += frames_in(message.value())
         if self.spool is None:
-            if self.stats.failed == 1 or self.stats.last_error != str(error):
+            if self.stats.last_error != str(error):
                 log.error("delivery to %s failed: %s (later failures of the same kind are only counted)",
                           message.topic(), error)
             self.stats.last_error = str(error)
@@ -150,8 +170,9 @@ class KafkaFramePublisher:
 
     def _on_replayed(self, error: KafkaError | None, message) -> None:
         if error is None:
-            self.stats.delivered += 1
-            self.stats.replayed += 1
+            frames = frames_in(message.value())
+            self.stats.delivered += frames
+            self.stats.replayed += frames
         else:
             self._replay_failures += 1
 

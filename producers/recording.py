@@ -44,6 +44,9 @@ class RecordingWriter:
         if self.frames % self._sync_every == 0:
             self._writer.flush()  # a block every few seconds: an interrupted recording keeps what it had
 
+    def end_block(self) -> None:
+        """Frames are written one by one; the file's blocks follow its own sync interval."""
+
     def close(self) -> None:
         self._writer.flush()
         self._handle.close()

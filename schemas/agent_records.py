@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property, lru_cache
 
 import numpy as np
 
 from schemas.channels import SUBSYSTEMS
-from schemas.varint import avro_long
+from schemas.varint import avro_long, read_avro_long
 
 VALUE_DTYPE = np.dtype("<f8")
 CHANNEL_KINDS = ("gauge", "counter", "event", "static")
@@ -132,6 +133,33 @@ def encode_frame(frame: Frame) -> bytes:
     packed = np.asarray(frame.values, dtype=VALUE_DTYPE).tobytes()
     return b"".join((prefix, avro_long(frame.timestamp_ns), avro_long(frame.sequence),
                      avro_long(frame.catalog_version), avro_long(len(packed)), packed))
+
+
+def encode_frames(frames: Iterable[Frame]) -> bytes:
+    """Frames of one host as one reveal.samples message: their single-object records back to back."""
+    return b"".join(map(encode_frame, frames))
+
+
+def frames_in(message: bytes) -> int:
+    """How many frame records a message holds, counted from their lengths without decoding them (0 for a catalog,
+    and the whole ones before anything that is not a frame record)."""
+    count, position, header = 0, 0, SINGLE_OBJECT_MARKER + FRAME_SCHEMA_FINGERPRINT
+    try:
+        while message.startswith(header, position):
+            position += len(header)
+            for _ in range(2):  # host, cluster
+                length, position = read_avro_long(message, position)
+                position += length
+            for _ in range(3):  # timestamp_ns, sequence, catalog_version
+                _, position = read_avro_long(message, position)
+            length, position = read_avro_long(message, position)
+            position += length
+            if position > len(message):
+                break
+            count += 1
+    except IndexError:
+        pass
+    return count
 
 
 def encode_catalog(catalog: Catalog) -> bytes:

@@ -56,19 +56,41 @@ class AvroCodec:
 
     def decode(self, message: bytes) -> dict:
         """The record in a message; DecodeError says what was wrong with a message that is not one."""
-        if not isinstance(message, (bytes, bytearray, memoryview)):
-            raise DecodeError(f"expected bytes, got {type(message).__name__}")
-        if len(message) < _HEADER_LEN or message[:2] != _MARKER:
-            raise DecodeError(f"not an Avro single-object message ({len(message)} bytes, header {bytes(message[:2]).hex()})")
-        writer = self._writers.get(bytes(message[2:_HEADER_LEN]))
-        if writer is None:
-            raise DecodeError(
-                f"unknown writer schema fingerprint {bytes(message[2:_HEADER_LEN]).hex()} for {self.name}")
-        body = io.BytesIO(message[_HEADER_LEN:])
-        try:
-            record = fastavro.schemaless_reader(body, writer, self.schema)
-        except (EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError, struct.error) as error:
-            raise DecodeError(f"corrupt {self.name} body: {type(error).__name__}: {error}") from error
+        body = self._body(message)
+        record = self._read(body, message)
         if body.tell() != len(body.getbuffer()):
             raise DecodeError(f"{len(body.getbuffer()) - body.tell()} trailing bytes after a {self.name} record")
         return record
+
+    def decode_all(self, message: bytes) -> list[dict]:
+        """The records of a message that holds one or more single-object records back to back; DecodeError names
+        the first that is not one."""
+        body = self._body(message)
+        records = []
+        while body.tell() < len(body.getbuffer()):
+            try:
+                records.append(self._read(body, message))
+            except DecodeError as error:
+                raise DecodeError(f"record {len(records) + 1} of the message: {error}") from None
+        return records
+
+    def _body(self, message: bytes) -> io.BytesIO:
+        if not isinstance(message, (bytes, bytearray, memoryview)):
+            raise DecodeError(f"expected bytes, got {type(message).__name__}")
+        return io.BytesIO(message)
+
+    def _read(self, body: io.BytesIO, message: bytes) -> dict:
+        """The single-object record at the body's position; the position moves past it."""
+        start = body.tell()
+        header = bytes(message[start:start + _HEADER_LEN])
+        if len(header) < _HEADER_LEN or header[:2] != _MARKER:
+            raise DecodeError(f"not an Avro single-object message ({len(message) - start} bytes, header "
+                              f"{header[:2].hex()})")
+        writer = self._writers.get(header[2:])
+        if writer is None:
+            raise DecodeError(f"unknown writer schema fingerprint {header[2:].hex()} for {self.name}")
+        body.seek(start + _HEADER_LEN)
+        try:
+            return fastavro.schemaless_reader(body, writer, self.schema)
+        except (EOFError, ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError, struct.error) as error:
+            raise DecodeError(f"corrupt {self.name} body: {type(error).__name__}: {error}") from error

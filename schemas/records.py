@@ -10,7 +10,7 @@ import numpy as np
 
 from schemas.agent_records import (CATALOG_SCHEMA_FINGERPRINT, CHANNEL_KINDS, FRAME_SCHEMA_FINGERPRINT, VALUE_DTYPE,
                                    Catalog, Channel, Frame, catalog_fingerprint, encode_catalog, encode_frame,
-                                   shared_channel)
+                                   encode_frames, frames_in, shared_channel)
 from schemas.channels import SUBSYSTEMS
 from schemas.codec import AvroCodec, DecodeError, load_schema
 
@@ -163,6 +163,18 @@ _check_agent_encoders()
 def decode_frame(message: bytes) -> Frame:
     """A validated frame; DecodeError for bytes that are not one, or a frame that makes no sense."""
     return decode_frame_record(FRAME_CODEC.decode(message))
+
+
+def decode_frames(message: bytes) -> tuple[Frame, ...]:
+    """The frames of a reveal.samples message: one or more frame records of one host, back to back, in the order they
+    were sampled (an agent sends a block of ticks as one message); DecodeError when any is not a valid frame."""
+    frames = tuple(decode_frame_record(record) for record in FRAME_CODEC.decode_all(message))
+    if not frames:
+        raise DecodeError("an empty message holds no frame")
+    hosts = {frame.host for frame in frames}
+    if len(hosts) > 1:
+        raise DecodeError(f"one message holds frames of several hosts: {', '.join(sorted(hosts))}")
+    return frames
 
 
 def decode_frame_record(record: dict) -> Frame:

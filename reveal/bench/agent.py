@@ -109,9 +109,11 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     names = TopicNames(f"bench-{uuid.uuid4().hex[:8]}.")
     ensure_topics({"bootstrap.servers": bootstrap}, names, sample_partitions=1)
     stats: list[str] = []  # the client's statistics as it hands them over; parsed after sampling, not during it
+    settings = AgentSettings(interval_s=interval_s)
     publisher = _KeepingPublisher(bootstrap, topics=names, extra_config={
-        "statistics.interval.ms": STATISTICS_EVERY_MS, "stats_cb": stats.append})
-    agent = Agent(AgentSettings(interval_s=interval_s), publisher)
+        "statistics.interval.ms": STATISTICS_EVERY_MS, "stats_cb": stats.append},
+        frames_per_message=max(1, settings.ticks_per_block))
+    agent = Agent(settings, publisher)
     progress(f"warming up for {warmup_s:g} s (files opened, layouts cached, heap grown), not measured …")
     warm_until = time.monotonic() + warmup_s
     agent.run(lambda: time.monotonic() >= warm_until)

@@ -40,10 +40,16 @@ class FleetSettings:
     step_at_s: float = 42.0
     stepped_hosts: int = 1
     seed: int = 0
+    publish_every_s: float = 1.0
 
     @property
     def ticks(self) -> int:
         return max(1, round(self.duration_s / self.interval_s))
+
+    @property
+    def frames_per_message(self) -> int:
+        """Ticks each host sends as one message, as an agent publishing every `publish_every_s` does."""
+        return max(1, round(self.publish_every_s / self.interval_s))
 
 
 @dataclass
@@ -123,24 +129,38 @@ def encoded_ticks(settings: FleetSettings, start_ns: int, first: EncodedFleet) -
 
 
 def publish_paced(producer: Producer, topics: TopicNames, catalogs: list[tuple[bytes, bytes]],
-                  ticks: Iterable[list[tuple[bytes, bytes]]], interval_s: float) -> ReplayReport:
-    """Catalogs first, then each tick's frames at its time on the wall clock; returns when the last tick is sent."""
+                  ticks: Iterable[list[tuple[bytes, bytes]]], interval_s: float,
+                  frames_per_message: int = 1) -> ReplayReport:
+    """Catalogs first, then the frames at their ticks' times on the wall clock, each host's `frames_per_message`
+    ticks as one message sent at the last of them (as an agent hands out a block of ticks); returns when the last
+    tick is sent."""
     for key, value in catalogs:
         producer.produce(topics.catalog, value, key=key)
     producer.flush(30)
     report = ReplayReport(started_ns=time.time_ns())
     started = time.monotonic()
+    block: dict[bytes, list[bytes]] = {}
     for index, tick in enumerate(ticks):
         delay = started + index * interval_s - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         report.max_behind_s = max(report.max_behind_s, -delay)
         for key, value in tick:
-            _produce(producer, topics.samples, key, value)
+            block.setdefault(key, []).append(value)
             report.frames += 1
             report.frame_bytes += len(value)
+        if (index + 1) % frames_per_message == 0:
+            _send_block(producer, topics.samples, block)
         producer.poll(0)
+    _send_block(producer, topics.samples, block)
     return report
+
+
+def _send_block(producer: Producer, topic: str, block: dict[bytes, list[bytes]]) -> None:
+    """Each host's frames of the block as one message (encoded frames joined are the block's message); empties it."""
+    for key, values in block.items():
+        _produce(producer, topic, key, b"".join(values))
+    block.clear()
 
 
 def _produce(producer: Producer, topic: str, key: bytes, value: bytes) -> None:
@@ -162,7 +182,7 @@ def replay_fleet(bootstrap: str, prefix: str, settings: FleetSettings, start_ns:
     ready.set()
     go.wait()
     report = publish_paced(producer, TopicNames(prefix), first.catalogs, encoded_ticks(settings, start_ns, first),
-                           settings.interval_s)
+                           settings.interval_s, settings.frames_per_message)
     report.undelivered = producer.flush(60)
     time.sleep(1.2)  # one more statistics interval, so the last batches are counted
     producer.poll(0)

@@ -168,7 +168,8 @@ class PipelineBench:
         result.lag_start, result.lag_end = (steady[0], steady[-1]) if steady else (0, 0)
         result.lag_slope_per_s = lag_slope([(at, behind) for at, _, behind in samples
                                             if judged_from <= at <= replay_end])
-        result.committed_frames_per_s = committed_rate(samples, steady_from, replay_end)
+        result.committed_frames_per_s = (committed_rate(samples, steady_from, replay_end)
+                                         * self.settings.fleet().frames_per_message)
         result.kafka_bytes = float(result.replay.wire_bytes) or float("nan")
 
     def _read_storage(self) -> None:

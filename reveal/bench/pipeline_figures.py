@@ -30,6 +30,7 @@ class PipelineBenchSettings:
     bootstrap: str = "127.0.0.1:9092"
     seed: int = 0
     profile_path: str = ""
+    publish_every_s: float = 1.0
 
     @property
     def offered_frames_per_s(self) -> float:
@@ -39,7 +40,7 @@ class PipelineBenchSettings:
         """The replayed fleet: a step change on one host in ten, late enough for every baseline to be learnt."""
         step_at = max(0.7 * self.duration_s, WARMUP_WINDOWS + 8.0)
         return FleetSettings(self.hosts, self.channels, self.interval_s, self.duration_s, step_at,
-                             max(1, self.hosts // 10), self.seed)
+                             max(1, self.hosts // 10), self.seed, self.publish_every_s)
 
 
 @dataclass

@@ -56,7 +56,8 @@ def handle(args) -> int:
     publisher = KafkaFramePublisher(args.bootstrap, extra_config=security.client_config(), topics=topics,
                                     spool_dir=spool_dir, spool_max_bytes=args.spool_max_mb << 20,
                                     start_spooling=not reachable,
-                                    before_replay=None if reachable else lambda: ensure_topics(admin, topics))
+                                    before_replay=None if reachable else lambda: ensure_topics(admin, topics),
+                                    frames_per_message=max(1, settings.ticks_per_block))
     recording = None
     if args.record:
         from producers.recording import RecordingWriter  # fastavro's container writer only when recording

@@ -7,7 +7,7 @@ import shutil
 
 from reveal.bench.agent import GOALS, WARMUP_S, bench_agent
 from reveal.cli.options import (bootstrap_servers, existing_folder, output_file, positive_count,
-                                positive_seconds, writable_folder)
+                                positive_seconds, publish_every_seconds, writable_folder)
 
 
 def register(commands) -> None:
@@ -93,6 +93,9 @@ def _register_pipeline(benches) -> None:
                           help="workers in one consumer group (default: 1)")
     pipeline.add_argument("--bootstrap", type=bootstrap_servers, default="127.0.0.1:9092", metavar="HOST:PORT",
                           help="Kafka broker (default: 127.0.0.1:9092; infra/kafka/start.sh)")
+    pipeline.add_argument("--publish-every", type=publish_every_seconds, default=1.0, metavar="S",
+                          help="each host sends S seconds of frames as one message, as `reveal agent --publish-every` "
+                               "does (default: 1, the agent's; 0: a message per frame)")
     pipeline.add_argument("--profile", type=output_file(), default="", metavar="FILE",
                           help="sample the first worker with py-spy over the steady part, write its collapsed stacks "
                                "to FILE and print where its time goes (needs py-spy and ptrace rights; default: no profile)")
@@ -231,7 +234,7 @@ def handle_pipeline(args) -> int:
         raise CommandError(f"--profile {args.profile}: py-spy is not installed (pip install py-spy), so the worker "
                            f"cannot be profiled; leave --profile out to run without a profile")
     settings = PipelineBenchSettings(args.hosts, args.channels, args.interval, args.duration, args.workers,
-                                     args.bootstrap, profile_path=args.profile)
+                                     args.bootstrap, profile_path=args.profile, publish_every_s=args.publish_every)
     result = bench_pipeline(settings)
     replay = result.replay
     print(f"\npipeline: {args.hosts} hosts × {args.channels} channels every {args.interval:g} s for "

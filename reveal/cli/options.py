@@ -227,9 +227,10 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
                         help="sample for S seconds before handing out the first frame, so the agent's own start-up "
                              "is never part of a baseline (default: 0)")
     parser.add_argument("--publish-every", type=publish_every_seconds, default=1.0, metavar="S",
-                        help="hand out frames every S seconds, all of those ticks at once: the compiled scanner keeps "
-                             "the schedule meanwhile, so Python and the Kafka client wake once per S rather than per "
-                             "tick (about a third less CPU at 0.1 s), and frames reach the broker up to S later; "
+                        help="hand out frames every S seconds, all of those ticks at once and as one Kafka message: "
+                             "the compiled scanner keeps the schedule meanwhile, so Python and the Kafka client wake "
+                             "once per S rather than per tick (about a third less CPU at 0.1 s), and frames reach the "
+                             "broker up to S later; "
                              "sources the scanner cannot read are read once per S. 0: every tick (default: 1)")
 
 

@@ -102,6 +102,9 @@ class _LaterSink:
     def on_frame(self, frame) -> None:
         self.target.on_frame(frame)
 
+    def end_block(self) -> None:
+        self.target.end_block()
+
 
 def _listen(args, query) -> LiveServer:
     """The live page and the read-only query service, bound (not yet serving) so a busy address fails first."""

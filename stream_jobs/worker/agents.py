@@ -8,6 +8,7 @@ import time
 
 from schemas.codec import DecodeError
 from schemas.records import DEADLETTER_CODEC, encode_alert, encode_anomaly, encode_host_window
+from stream_jobs.records import StageOutput
 from stream_jobs.worker.offsets import PartitionOffsets
 from stream_jobs.worker.shell import WorkerShell
 
@@ -83,6 +84,10 @@ class RecordHandler:
         self.shell.store.store_catalog(catalog)
         return self.shell.stage.on_catalog(catalog)
 
-    def take_frame(self, frame):
-        self.shell.store.store_frame(frame)
-        return self.shell.stage.on_frame(frame)
+    def take_frames(self, frames):
+        """A message's frames, stored and judged in order, their outputs as one."""
+        output = StageOutput()
+        for frame in frames:
+            self.shell.store.store_frame(frame)
+            output.extend(self.shell.stage.on_frame(frame))
+        return output

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import faust
 
-from schemas.records import decode_catalog, decode_frame, decode_host_window
+from schemas.records import decode_catalog, decode_frames, decode_host_window
 from stream_jobs.allocator import release_free_memory
 from stream_jobs.worker.agents import RecordHandler
 from stream_jobs.worker.offsets import PartitionOffsets
@@ -89,7 +89,7 @@ def _add_agents(app: faust.App, shell: WorkerShell, records: RecordHandler, samp
 
     @app.agent(samples)
     async def host_agent(stream):
-        await records.consume(stream, "decode-frame", decode_frame, records.take_frame, hold=shell.hold_frame)
+        await records.consume(stream, "decode-frame", decode_frames, records.take_frames, hold=shell.hold_frames)
 
     @app.agent(host_windows)
     async def cluster_agent(stream):

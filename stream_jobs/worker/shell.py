@@ -92,10 +92,12 @@ class WorkerShell:
         self.counters.records += 1
         self.last_record_at = time.monotonic()
 
-    def hold_frame(self, frame, partition, offset: int) -> None:
-        """Keep the frame's record unreleased while the host's state depends on it."""
-        self.releases.hold(frame.host, partition, frame.timestamp_ns, offset)
-        self.releases.advance(frame.host, self.stage.needed_since_ns(frame.host))
+    def hold_frames(self, frames, partition, offset: int) -> None:
+        """Keep the record of a message's frames (one host's, oldest first) unreleased while the host's state
+        depends on its oldest frame."""
+        host = frames[0].host
+        self.releases.hold(host, partition, frames[0].timestamp_ns, offset)
+        self.releases.advance(host, self.stage.needed_since_ns(host))
 
     def forget_hosts(self) -> None:
         """Partitions were revoked: drop every host's state; what was not released is consumed again."""

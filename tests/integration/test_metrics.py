@@ -79,7 +79,8 @@ def test_a_running_worker_serves_its_health_and_lag(kafka_bootstrap, topic_prefi
         agent.wait(60)
         worker.signal(15)
         worker.finish()
-    assert value(families, "reveal_worker_records") > value(families, "reveal_worker_frames") * 0.9 > 0
+    # the agent sends a second of frames (ten ticks) as one record; host windows and the catalog are records too
+    assert value(families, "reveal_worker_records") >= value(families, "reveal_worker_frames") / 10 > 0
     assert value(families, "reveal_worker_hosts") == 1
     assert value(families, "reveal_worker_dead_letters") == 0
     assert value(families, "reveal_worker_rows_written", table="frames") > 0

@@ -1,4 +1,5 @@
-"""Replay producer → real broker → real Faust worker → chDB, with a known step change and a malformed record."""
+"""Replay producer → real broker → real Faust worker → chDB, with a known step change, frames sent a second at a
+time as agents send them, and two malformed records."""
 
 import json
 import os
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
-from schemas.records import DEADLETTER_CODEC, decode_anomaly, encode_catalog, encode_frame
+from schemas.records import DEADLETTER_CODEC, decode_anomaly, encode_catalog, encode_frames
 from schemas.topics import TopicNames, ensure_topics
 from stream_jobs.engine.host_pipeline import EngineSettings
 from stream_jobs.host_stage import HostStage
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.integration
 
 T0 = 1_700_000_000_000_000_000
 STEP_AT_S = 100.0
-MALFORMED_AT = 500
+MALFORMED_AT = 50  # records, each a second (ten frames) of the host's
+CUT_SHORT_AT = 80
 
 
 def reveal(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -47,8 +49,9 @@ def test_step_change_reaches_clickhouse_as_an_anomaly_and_bad_record_is_dead_let
     frames = synthetic_frames(catalog, T0, 1500, seed=11, steps=(StepChange("cpu.busy.cpu5", STEP_AT_S, 30.0),))
     key = catalog.host.encode()
     publish(kafka_bootstrap, names.catalog, [(key, encode_catalog(catalog))])
-    records = [(key, encode_frame(f)) for f in frames]
+    records = [(key, encode_frames(frames[first:first + 10])) for first in range(0, len(frames), 10)]
     records.insert(MALFORMED_AT, (key, b"\x00this is not a frame"))
+    records.insert(CUT_SHORT_AT, (key, records[CUT_SHORT_AT][1][:-7]))  # a copy of the next record, cut short
     publish(kafka_bootstrap, names.samples, records)
 
     dsn = f"chdb://{tmp_path / 'clickhouse'}"
@@ -76,8 +79,9 @@ def test_step_change_reaches_clickhouse_as_an_anomaly_and_bad_record_is_dead_let
     published = [decode_anomaly(m.value()) for m in read_topic(kafka_bootstrap, names.anomalies, counts["anomalies"])]
     assert len(published) == counts["anomalies"] and {a.host for a in published} == {"replay-host"}
 
-    dead = [DEADLETTER_CODEC.decode(m.value()) for m in read_topic(kafka_bootstrap, names.deadletter, 1)]
-    assert len(dead) == 1
+    dead = [DEADLETTER_CODEC.decode(m.value()) for m in read_topic(kafka_bootstrap, names.deadletter, 2)]
+    assert len(dead) == 2
     assert dead[0]["step"] == "decode-frame" and "not an Avro single-object message" in dead[0]["reason"]
     assert dead[0]["payload"] == b"\x00this is not a frame" and dead[0]["offset"] == MALFORMED_AT
-    assert dead[0]["host"] == "replay-host"
+    assert "record 10 of the message: corrupt" in dead[1]["reason"] and dead[1]["offset"] == CUT_SHORT_AT
+    assert dead[1]["payload"] == records[CUT_SHORT_AT][1] and {d["host"] for d in dead} == {"replay-host"}

@@ -11,6 +11,7 @@ from schemas.records import Catalog, Frame
 from tests.producers.test_registry import FixedCollector
 
 SECOND = 1_000_000_000
+END_OF_BLOCK = "end of block"
 
 
 class ListSink:
@@ -22,6 +23,9 @@ class ListSink:
 
     def on_frame(self, frame: Frame) -> None:
         self.items.append(frame)
+
+    def end_block(self) -> None:
+        self.items.append(END_OF_BLOCK)
 
 
 def _agent(settle_s: float, clock: list[int], sink: ListSink) -> Agent:
@@ -72,6 +76,9 @@ def test_with_the_compiled_scanner_every_tick_is_handed_out_in_order_once_per_bl
     assert gaps_ms.min() > 5 and abs(np.median(gaps_ms) - 10) < 2, "the ticks were not read on their schedule"
     total = [channel.name for channel in sink.items[0].channels].index("mem.MemTotal")
     assert all(frame.values[total] == 100 * 1024 for frame in frames) and agent.stats.ticks == len(frames)
+    blocks = "".join("F" if isinstance(item, Frame) else "|" for item in sink.items[1:]).split("|")
+    assert blocks[0] == "F" and all(1 <= len(block) <= 5 for block in blocks[1:-1]), \
+        "each block (five ticks, fewer when one is skipped) is told as one, after tick 0's frame"
 
 
 def test_without_a_file_the_scanner_reads_the_agent_samples_every_tick_itself():

@@ -4,7 +4,7 @@ run, and the health it reports (delivery to a real broker is tested in tests/int
 from producers.publisher import KafkaFramePublisher, producer_config
 from producers.spool import DiskSpool, SpooledRecord
 from producers.synthetic import synthetic_catalog, synthetic_frames
-from schemas.records import decode_catalog, decode_frame
+from schemas.records import decode_catalog, decode_frame, decode_frames
 from schemas.topics import TopicNames
 
 NO_BROKER = "127.0.0.1:1"
@@ -26,7 +26,7 @@ def test_frames_go_to_the_spool_while_kafka_is_away_and_stay_there_for_the_next_
     for frame in frames:
         publisher.on_frame(frame)
     health = publisher.health()
-    assert (publisher.backlog(), publisher.stats.spooled, publisher.stats.sent) == (4, 4, 0)
+    assert (publisher.backlog(), publisher.stats.spooled, publisher.stats.sent) == (4, 3, 0)  # records, frames
     assert health["agent.spool_records"] == 4.0 and health["agent.spool_bytes"] > 0
     assert health["agent.frames_sent"] == 0.0 and health["agent.dropped_frames"] == 0.0
     assert publisher.close(timeout_s=0.1) == 4
@@ -38,6 +38,22 @@ def test_frames_go_to_the_spool_while_kafka_is_away_and_stay_there_for_the_next_
     assert {record.key for record in records} == {b"h1"}
     assert decode_catalog(records[0].value).names == catalog.names
     assert [decode_frame(record.value).sequence for record in records[1:]] == [0, 1, 2]
+
+
+def test_a_block_of_frames_travels_as_one_message_and_a_short_block_when_it_ends(tmp_path):
+    frames = synthetic_frames(synthetic_catalog("h1"), 10**18, 7)
+    publisher = KafkaFramePublisher(NO_BROKER, spool_dir=tmp_path, start_spooling=True, frames_per_message=3)
+    for frame in frames[:5]:
+        publisher.on_frame(frame)
+    publisher.end_block()
+    for frame in frames[5:]:
+        publisher.on_frame(frame)
+    assert (publisher.backlog(), publisher.stats.spooled) == (2, 5), "the third block is not full yet"
+    assert publisher.close(timeout_s=0.1) == 3
+    left = DiskSpool(tmp_path)
+    messages = [[frame.sequence for frame in decode_frames(record.value)] for record in left.peek(10)]
+    left.close()
+    assert messages == [[0, 1, 2], [3, 4], [5, 6]]
 
 
 def test_a_new_run_spools_behind_what_an_earlier_run_left(tmp_path):

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from schemas.codec import AvroCodec, DecodeError, load_schema
 from schemas.records import (FRAME_CODEC, HOST_WINDOW_CODEC, Alert, Anomaly, Catalog, Channel, Evidence, Frame,
                              HostWindow, PersistedChannel, decode_alert, decode_anomaly, decode_catalog, decode_frame,
-                             decode_host_window, encode_alert, encode_anomaly, encode_catalog, encode_frame,
-                             encode_host_window)
+                             decode_frames, decode_host_window, encode_alert, encode_anomaly, encode_catalog,
+                             encode_frame, encode_frames, encode_host_window, frames_in)
 
 
 def a_catalog() -> Catalog:
@@ -105,6 +105,45 @@ def test_corrupted_valid_frames_decode_or_raise_decode_error(position, garbage):
     except DecodeError:
         return
     assert isinstance(frame, Frame)
+
+
+def a_block(count: int, host: str = "h") -> list[Frame]:
+    return [Frame(host, "c", 5 + i, i, 7, (float(i), math.nan, 3.0)) for i in range(count)]
+
+
+def test_a_block_of_frames_is_one_message_read_back_in_order_and_counted_without_decoding():
+    message = encode_frames(a_block(10))
+    frames = decode_frames(message)
+    assert [frame.sequence for frame in frames] == list(range(10)) and frames[9].values[0] == 9.0
+    assert frames_in(message) == 10 and frames_in(encode_frame(a_block(1)[0])) == 1
+    assert decode_frames(encode_frame(a_block(1)[0]))[0].sequence == 0, "a message of one frame is a block of one"
+    assert frames_in(encode_catalog(a_catalog())) == 0 and frames_in(message[:-1]) == 9
+
+
+def test_a_block_cut_short_or_mixing_hosts_is_rejected_naming_the_record():
+    message = encode_frames(a_block(4))
+    with pytest.raises(DecodeError, match="record 4 of the message"):
+        decode_frames(message[:-3])
+    with pytest.raises(DecodeError, match="record 5 of the message: not an Avro single-object"):
+        decode_frames(message + b"\x00\x01")
+    with pytest.raises(DecodeError, match="several hosts: a, h"):
+        decode_frames(encode_frames(a_block(2) + a_block(1, host="a")))
+    with pytest.raises(DecodeError, match="holds no frame"):
+        decode_frames(b"")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=200), st.binary(min_size=1, max_size=8))
+def test_corrupted_blocks_decode_or_raise_decode_error_and_are_counted_without_error(position, garbage):
+    message = bytearray(encode_frames(a_block(4)))
+    position = min(position, len(message) - 1)
+    message[position:position + len(garbage)] = garbage
+    assert 0 <= frames_in(bytes(message)) <= 5
+    try:
+        frames = decode_frames(bytes(message))
+    except DecodeError:
+        return
+    assert all(isinstance(frame, Frame) for frame in frames)
 
 
 def a_host_window(names: tuple[str, ...]) -> HostWindow:

@@ -22,6 +22,9 @@ class Discard:
     def on_frame(self, frame: Frame) -> None:
         pass
 
+    def end_block(self) -> None:
+        pass
+
 
 def test_figures_are_per_channel_sample_and_per_core():
     result = AgentBenchResult(channels=100, frames=50, seconds=5.0, cpu_seconds=0.025, sampling_cpu_seconds=0.01,

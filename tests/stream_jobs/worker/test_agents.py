@@ -42,7 +42,8 @@ def test_a_catalog_and_its_frames_are_stored_and_handed_to_the_host_stage(chdb_d
     catalog = synthetic_catalog("agent-host")
     try:
         handler.take_catalog(catalog)
-        outputs = [handler.take_frame(frame) for frame in synthetic_frames(catalog, T0, 60)]
+        frames = synthetic_frames(catalog, T0, 60)
+        outputs = [handler.take_frames(frames[first:first + 10]) for first in range(0, 60, 10)]
         assert shell.stage.counters.frames == 60 and sum(len(output.window_rows) for output in outputs) > 0
         assert shell.store.pending_rows() == 61, "the catalog and every frame wait for ClickHouse"
     finally:
