@@ -7,9 +7,8 @@ import time
 
 import pytest
 
-from schemas.records import decode_frame
 from schemas.topics import TopicNames
-from tests.integration.kafka_io import read_topic
+from tests.integration.kafka_io import read_frames
 from tests.integration.own_broker import OwnBroker
 
 pytestmark = pytest.mark.integration
@@ -29,7 +28,7 @@ def test_an_agent_started_before_its_broker_spools_from_the_first_frame_and_deli
         assert any((tmp_path / "spool").iterdir()), "frames wait in the spool while no broker answers"
         broker.start()
         _, stderr = agent.communicate(timeout=150)
-        frames = [decode_frame(m.value()) for m in read_topic(broker.bootstrap, names.samples, 80, timeout_s=60)]
+        frames = read_frames(broker.bootstrap, names.samples, 80, timeout_s=60)
     finally:
         if agent.poll() is None:
             agent.kill()

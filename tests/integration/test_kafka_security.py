@@ -11,7 +11,7 @@ import pytest
 
 from schemas.kafka_security import KafkaSecurity
 from schemas.topics import TopicNames
-from tests.integration.kafka_io import read_topic
+from tests.integration.kafka_io import read_frames
 
 pytestmark = pytest.mark.integration
 
@@ -52,8 +52,8 @@ def test_agent_and_worker_authenticate_and_never_show_the_password(sasl_broker, 
     agent = _reveal("agent", *SASL, "--topic-prefix", names.prefix, "--host", "sasl-host", "--no-spool",
                     "--sources", "memory,network", "--duration", "16")
     assert agent.returncode == 0, agent.stderr[-2000:]
-    frames = read_topic(f"127.0.0.1:{PLAIN_PORT}", names.samples, expected=100, timeout_s=30)
-    assert len(frames) >= 100 and {m.key() for m in frames} == {b"sasl-host"}
+    frames = read_frames(f"127.0.0.1:{PLAIN_PORT}", names.samples, expected=100, timeout_s=30)
+    assert len(frames) >= 100 and {frame.host for frame in frames} == {"sasl-host"}
 
     worker = _reveal("worker", *SASL, "--topic-prefix", names.prefix, "--group", "sasl-worker", "--clickhouse",
                      f"chdb://{tmp_path / 'ch'}", "--until-idle", "8", "--warmup-windows", "10")
