@@ -137,15 +137,15 @@ def bench_agent(bootstrap: str, interval_s: float, duration_s: float, progress=p
     result.wake_floor_cpu_seconds = wake_floor(agent.settings, result.wake_floor_seconds)
     agent.close()
     publisher.close()
-    result.wire_bytes = result.frames * _wire_bytes_per_message(publisher, stats)
+    result.wire_bytes = result.frames * _wire_bytes_per_frame(publisher, stats)
     result.rest_bytes, result.rest_values_bytes = _bytes_at_rest(publisher.catalog, publisher.kept[1:])
     result.process = measure_agent_process(bootstrap, interval_s, duration_s, progress, warmup_s)
     return result
 
 
-def _wire_bytes_per_message(publisher: KafkaFramePublisher, stats: list[str]) -> float:
-    """Bytes on the wire (requests to the brokers, after compression) per message sent, from the client's first
-    statistics written after everything was delivered."""
+def _wire_bytes_per_frame(publisher: KafkaFramePublisher, stats: list[str]) -> float:
+    """Bytes on the wire (requests to the brokers, after compression) per frame delivered (a message holds a block
+    of them), from the client's first statistics written after everything was delivered."""
     sent_before = len(stats)
     deadline = time.monotonic() + 1.5 * STATISTICS_EVERY_MS / 1e3
     while len(stats) == sent_before and time.monotonic() < deadline:
@@ -153,7 +153,7 @@ def _wire_bytes_per_message(publisher: KafkaFramePublisher, stats: list[str]) ->
     if not stats:
         return float("nan")
     client = json.loads(stats[-1])
-    return sum(b["txbytes"] for b in client["brokers"].values()) / max(client["txmsgs"], 1)
+    return sum(b["txbytes"] for b in client["brokers"].values()) / max(publisher.stats.delivered, 1)
 
 
 def measure_agent_process(bootstrap: str, interval_s: float, duration_s: float, progress=print,
