@@ -20,10 +20,13 @@ from typing import Callable
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from producers.spool import DiskSpool, SpooledRecord
-from schemas.agent_records import Catalog, Frame, encode_catalog, encode_frames, frames_in
+from schemas.agent_records import VALUE_DTYPE, Catalog, Frame, encode_catalog, encode_frames, frames_in
 from schemas.topics import BrokerUnavailable, TopicNames
 
 log = logging.getLogger(__name__)
+# A block's message ends before it passes this size, whatever the block's length: Kafka's clients and brokers refuse
+# messages over 1 MB by default (message.max.bytes), and a second of 700 channels at 10 Hz is 57 KB.
+MESSAGE_BYTES_LIMIT = 512 << 10
 
 
 @dataclass
@@ -57,12 +60,13 @@ class KafkaFramePublisher:
         """`start_spooling`: the broker did not answer at start, so frames go to the spool from the first one;
         `before_replay`: run once when the broker first answers, before the spool is replayed (creating the topics),
         and again next time if it raises BrokerUnavailable; `frames_per_message`: frames sent as one message, fewer
-        when a block ends first."""
+        when a block ends first or the message would pass MESSAGE_BYTES_LIMIT."""
         if frames_per_message < 1:
             raise ValueError(f"frames_per_message is {frames_per_message}; a message holds at least one frame")
         self.topics = topics
         self.frames_per_message = frames_per_message
         self._block: list[Frame] = []
+        self._block_bytes = 0
         self._before_replay = before_replay
         self._last_client_error = None
         self.stats = DeliveryStats()
@@ -87,14 +91,18 @@ class KafkaFramePublisher:
         self._publish(SpooledRecord(self.topics.catalog, catalog.host.encode(), encode_catalog(catalog)))
 
     def on_frame(self, frame: Frame) -> None:
+        frame_bytes = len(frame.values) * VALUE_DTYPE.itemsize
+        if self._block and self._block_bytes + frame_bytes > MESSAGE_BYTES_LIMIT:
+            self.end_block()
         self._block.append(frame)
+        self._block_bytes += frame_bytes
         if len(self._block) >= self.frames_per_message:
             self.end_block()
 
     def end_block(self) -> None:
         """Send the frames handed out since the last message as one message."""
         if self._block:
-            block, self._block = self._block, []
+            block, self._block, self._block_bytes = self._block, [], 0
             self._publish(SpooledRecord(self.topics.samples, block[0].host.encode(), encode_frames(block)))
 
     def backlog(self) -> int:

@@ -1,7 +1,7 @@
 """KafkaFramePublisher with no broker to reach: its producer settings, frames spooled to disk and kept for the next
 run, and the health it reports (delivery to a real broker is tested in tests/integration)."""
 
-from producers.publisher import KafkaFramePublisher, producer_config
+from producers.publisher import MESSAGE_BYTES_LIMIT, KafkaFramePublisher, producer_config
 from producers.spool import DiskSpool, SpooledRecord
 from producers.synthetic import synthetic_catalog, synthetic_frames
 from schemas.records import decode_catalog, decode_frame, decode_frames
@@ -54,6 +54,20 @@ def test_a_block_of_frames_travels_as_one_message_and_a_short_block_when_it_ends
     messages = [[frame.sequence for frame in decode_frames(record.value)] for record in left.peek(10)]
     left.close()
     assert messages == [[0, 1, 2], [3, 4], [5, 6]]
+
+
+def test_a_block_too_large_for_one_kafka_message_is_split_below_the_limit(tmp_path):
+    catalog = synthetic_catalog("h1", gauges=20_000, counters=0)
+    frames = synthetic_frames(catalog, 10**18, 10)  # 160 KB each: a block of ten would be 1.6 MB
+    publisher = KafkaFramePublisher(NO_BROKER, spool_dir=tmp_path, start_spooling=True, frames_per_message=10)
+    for frame in frames:
+        publisher.on_frame(frame)
+    publisher.close(timeout_s=0.1)
+    left = DiskSpool(tmp_path)
+    records = left.peek(10)
+    left.close()
+    assert [len(decode_frames(record.value)) for record in records] == [3, 3, 3, 1]
+    assert max(len(record.value) for record in records) <= MESSAGE_BYTES_LIMIT
 
 
 def test_a_new_run_spools_behind_what_an_earlier_run_left(tmp_path):
