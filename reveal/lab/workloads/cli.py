@@ -216,5 +216,6 @@ def main(argv: list[str] | None = None) -> int:
         say(f"{name}: {error}")
         return 1
     finally:
+        stop.ignore_late_signals()
         log.close()
     return 0

@@ -45,6 +45,13 @@ class Stop:
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: self._event.set())
 
+    @staticmethod
+    def ignore_late_signals() -> None:
+        """Once the workload has stopped, a stop signal has nothing left to stop; ignored, it cannot kill the
+        interpreter while it shuts down (Python's own handlers are gone by then) and turn a clean exit into -15."""
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_IGN)
+
     def set(self) -> None:
         self._event.set()
 
