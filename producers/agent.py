@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 from producers.collectors.base import Collector
 from producers.collectors.health import AgentHealthCollector, OwnCommandsCollector
 from producers.registry import CollectorRegistry
-from producers.sampler import TickStats, block_end, run_schedule
+from producers.sampler import TickStats, block_aligned_start, block_end, off_block_phase, run_schedule
 from producers.source_table import default_collectors
 from schemas.agent_records import Catalog, Frame
 
@@ -127,6 +127,7 @@ class Agent:
         self._ticks = 0
         self._catalog_pending = False
         self._publish_from_ns = 0
+        self._last_due_wall_ns = 0  # when the last tick the scanner read was due, on the wall clock
 
     def sample_once(self) -> Frame | None:
         """Read every source once and hand the frame (and a changed catalog first) to the sink; None while the
@@ -145,7 +146,13 @@ class Agent:
             self._ticks += 1
             self._hand_out(sampled.wall_ns, sampled.values, sampled.catalog, sampled.catalog_changed)
             last_tick = sampled.tick
+            self._last_due_wall_ns = sampled.wall_ns - round(sampled.lag_s * 1e9)
         return last_tick
+
+    def _aligned_start(self, block_ticks: int, next_tick: int) -> int:
+        """The schedule's start for blocks that end just after whole multiples of their length (sampler.py)."""
+        interval_ns = round(self.settings.interval_s * 1e9)
+        return block_aligned_start(time.monotonic_ns(), time.time_ns(), interval_ns, block_ticks, next_tick)
 
     def _hand_out(self, timestamp_ns: int, values, catalog: Catalog, catalog_changed: bool) -> Frame | None:
         self._catalog_pending |= catalog_changed
@@ -198,6 +205,7 @@ class Agent:
 
         start_ns, last_tick = time.monotonic_ns(), -1
         if block_ticks > 1 and self.registry.has_scanner and not should_stop():
+            start_ns = self._aligned_start(block_ticks, next_tick=1)
             self.stats.note(0, 0.0)
             tick(0, start_ns * 1e-9)  # lays the frame out and gives the scanner the files it can read
             last_tick = 0
@@ -210,14 +218,19 @@ class Agent:
     def _run_in_blocks(self, start_ns: int, block_ticks: int, should_stop: Callable[[], bool],
                        now_and_then: Callable[[int], None]) -> TickStats:
         """The schedule kept by the compiled scanner after tick 0, block_ticks ticks at a time, each block ending
-        on a multiple of block_ticks; Python wakes once per block to read its own sources and hand out frames."""
+        on a multiple of block_ticks, just after a whole multiple of its length on the wall clock (realigned when
+        that clock is stepped); Python wakes once per block to read its own sources and hand out frames."""
         log.info("agent: the compiled scanner keeps the schedule; frames are handed out every %g s",
                  block_ticks * self.settings.interval_s)
-        last_tick = 0
+        interval_ns, last_tick = round(self.settings.interval_s * 1e9), 0
         while not should_stop():
             before = last_tick
             last_tick = self.sample_block(start_ns, last_tick, block_end(last_tick, block_ticks))
             self.sink.end_block()
+            if (last_tick + 1) % block_ticks == 0 and off_block_phase(self._last_due_wall_ns, interval_ns, block_ticks):
+                start_ns = self._aligned_start(block_ticks, next_tick=last_tick + 1)
+                log.info("agent: the wall clock moved; blocks realigned to end just after whole multiples of %g s",
+                         block_ticks * self.settings.interval_s)
             for index in range(before + 1, last_tick + 1):
                 now_and_then(index)
         return self.stats

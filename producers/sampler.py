@@ -42,6 +42,36 @@ def block_end(last_tick: int, block_ticks: int) -> int:
     return (last_tick + 1) // block_ticks * block_ticks + block_ticks
 
 
+def block_aligned_start(monotonic_ns: int, realtime_ns: int, interval_ns: int, block_ticks: int,
+                        next_tick: int = 1) -> int:
+    """A schedule start (CLOCK_MONOTONIC, tick k due at start + k·interval) at which the last tick of every block
+    is due just after a whole multiple of the block's length since the epoch (CLOCK_REALTIME), and `next_tick` is
+    due within one block from now. A worker's windows end on whole seconds: with blocks of a second, the frame that
+    closes a window is the last of its block and leaves at once, instead of waiting a block for the next.
+
+    >>> start = block_aligned_start(5_000_000_000, 1_700_000_000_300_000_000, 100_000_000, 10)
+    >>> last_tick_wall = start + 9 * 100_000_000 + (1_700_000_000_300_000_000 - 5_000_000_000)
+    >>> last_tick_wall % 1_000_000_000, 0 <= start + 100_000_000 - 5_000_000_000 < 1_000_000_000
+    (1000000, True)
+    """
+    block_ns = interval_ns * block_ticks
+    phase = (block_margin_ns(interval_ns) - (block_ticks - 1) * interval_ns - (realtime_ns - monotonic_ns)) % block_ns
+    earliest = monotonic_ns - next_tick * interval_ns
+    return earliest + (phase - earliest) % block_ns
+
+
+def block_margin_ns(interval_ns: int) -> int:
+    """How long after the whole multiple a block's last tick is due: the two clocks are read one after the other,
+    and a tick due a hair early would fall in the window before."""
+    return min(1_000_000, interval_ns // 4)
+
+
+def off_block_phase(due_realtime_ns: int, interval_ns: int, block_ticks: int) -> bool:
+    """Whether a block's last tick, due at this wall-clock time, has left its place just after a whole multiple of
+    the block's length: the wall clock was stepped since the schedule was aligned."""
+    return (due_realtime_ns - block_margin_ns(interval_ns)) % (interval_ns * block_ticks) > interval_ns // 2
+
+
 def run_schedule(interval: float, on_tick: Callable[[int, float], None], should_stop: Callable[[], bool],
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
                  stats: TickStats | None = None, start: float | None = None, last_tick: int = -1) -> TickStats:

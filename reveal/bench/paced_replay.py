@@ -132,8 +132,9 @@ def publish_paced(producer: Producer, topics: TopicNames, catalogs: list[tuple[b
                   ticks: Iterable[list[tuple[bytes, bytes]]], interval_s: float,
                   frames_per_message: int = 1) -> ReplayReport:
     """Catalogs first, then the frames at their ticks' times on the wall clock, each host's `frames_per_message`
-    ticks as one message sent at the last of them (as an agent hands out a block of ticks); returns when the last
-    tick is sent."""
+    ticks as one message sent at the last of them; returns when the last tick is sent. As an agent does, tick 0 goes
+    alone and each later block ends with a tick on a multiple of `frames_per_message`: with the run starting on a
+    whole second, a block of a second ends with the frame that closes a window."""
     for key, value in catalogs:
         producer.produce(topics.catalog, value, key=key)
     producer.flush(30)
@@ -149,7 +150,7 @@ def publish_paced(producer: Producer, topics: TopicNames, catalogs: list[tuple[b
             block.setdefault(key, []).append(value)
             report.frames += 1
             report.frame_bytes += len(value)
-        if (index + 1) % frames_per_message == 0:
+        if index % frames_per_message == 0:
             _send_block(producer, topics.samples, block)
         producer.poll(0)
     _send_block(producer, topics.samples, block)

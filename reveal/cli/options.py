@@ -230,7 +230,8 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
                         help="hand out frames every S seconds, all of those ticks at once and as one Kafka message: "
                              "the compiled scanner keeps the schedule meanwhile, so Python and the Kafka client wake "
                              "once per S rather than per tick (about a third less CPU at 0.1 s), and frames reach the "
-                             "broker up to S later; "
+                             "broker up to S later, except the one just after each multiple of S on the wall clock, "
+                             "which ends its block (with S = 1, the frame that closes a worker's window); "
                              "sources the scanner cannot read are read once per S. 0: every tick (default: 1)")
 
 

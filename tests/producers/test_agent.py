@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from producers.agent import Agent, AgentSettings
+from producers.sampler import block_aligned_start, block_margin_ns, off_block_phase
 from producers.collectors.meminfo import MemInfoCollector
 from schemas.records import Catalog, Frame
 from tests.producers.test_registry import FixedCollector
@@ -79,6 +80,31 @@ def test_with_the_compiled_scanner_every_tick_is_handed_out_in_order_once_per_bl
     blocks = "".join("F" if isinstance(item, Frame) else "|" for item in sink.items[1:]).split("|")
     assert blocks[0] == "F" and all(1 <= len(block) <= 5 for block in blocks[1:-1]), \
         "each block (five ticks, fewer when one is skipped) is told as one, after tick 0's frame"
+
+
+def test_each_block_ends_with_the_tick_just_after_a_whole_multiple_of_its_length(tmp_path):
+    (tmp_path / "meminfo").write_text("MemTotal: 100 kB\n")
+    sink = ListSink()
+    agent = Agent(AgentSettings(host="h1", interval_s=0.01, publish_every_s=0.05), sink, [MemInfoCollector(tmp_path)])
+    _run(agent, 40, sink)
+    items = sink.items[1:]
+    last_of_block = [item for item, after in zip(items, items[1:]) if isinstance(item, Frame) and after == END_OF_BLOCK]
+    phase_ms = np.array([frame.timestamp_ns % (50 * SECOND // 1000) for frame in last_of_block[1:]]) / 1e6
+    assert len(phase_ms) >= 6
+    assert np.median(phase_ms) < 5, f"blocks' last ticks read {phase_ms} ms after a multiple of 50 ms, not just after"
+
+
+def test_an_aligned_schedule_keeps_its_phase_wherever_it_resumes():
+    interval, ticks, wall_offset = 100_000_000, 10, 1_700_000_000_123_456_789
+    for now in (0, 37_000_001, 999_999_999, 5 * SECOND + 1):
+        for next_tick in (1, 10, 2_000):
+            start = block_aligned_start(now, now + wall_offset, interval, ticks, next_tick)
+            assert now <= start + next_tick * interval < now + SECOND, "the next tick is due within a block"
+            last_of_block = next_tick + (ticks - 1 - next_tick) % ticks  # blocks end on multiples of ticks
+            last_tick_wall = start + last_of_block * interval + wall_offset
+            assert last_tick_wall % SECOND == block_margin_ns(interval)
+            assert not off_block_phase(last_tick_wall, interval, ticks)
+    assert off_block_phase(3 * SECOND + 400_000_000, interval, ticks)
 
 
 def test_without_a_file_the_scanner_reads_the_agent_samples_every_tick_itself():
