@@ -78,6 +78,7 @@ class DetectorEnsemble:
         calibration = [out_of_fold_scores(detector, baseline, self.calibration_folds) for detector in self.detectors]
         for detector in self.detectors:
             detector.fit(baseline)
+        share_equal_means(self.detectors)
         self.thresholds = [self._new_threshold() for _ in self.detectors]
         for threshold, scores in zip(self.thresholds, calibration):
             threshold.fit(scores)
@@ -130,7 +131,22 @@ class DetectorEnsemble:
                        state["min_agreement"], state["risk"], state["fraction"], state["calibration_folds"])
         kinds = {"pot": PotThreshold, "top_fraction": TopFractionThreshold}
         ensemble.thresholds = [kinds[threshold["kind"]].from_state(threshold) for threshold in state["thresholds"]]
+        share_equal_means(ensemble.detectors)
         return ensemble
+
+
+def share_equal_means(detectors: list[Detector]) -> None:
+    """Detectors that learned the same per-feature mean (most do: thousands of float64 per host) hold one array."""
+    means: list[np.ndarray] = []
+    for detector in detectors:
+        mean = getattr(detector, "mean", None)
+        if mean is None:
+            continue
+        same = next((kept for kept in means if np.array_equal(kept, mean, equal_nan=True)), None)
+        if same is None:
+            means.append(mean)
+        else:
+            detector.mean = same
 
 
 def out_of_fold_scores(detector: Detector, baseline: np.ndarray, folds: int) -> np.ndarray:

@@ -84,9 +84,9 @@ class FeatureLayout:
 
     @cached_property
     def channel_of_feature(self) -> np.ndarray:
-        """Catalog index of the channel behind every entry of `compute`'s output."""
+        """Catalog index of the channel behind every entry of `compute`'s output (int32: one per feature, per host)."""
         return np.concatenate([np.repeat(self._dynamic_index, len(DYNAMIC_FEATURES)),
-                               np.repeat(self._event_index, len(EVENT_FEATURES))])
+                               np.repeat(self._event_index, len(EVENT_FEATURES))]).astype(np.int32)
 
     def columns_of(self, channels: np.ndarray) -> np.ndarray:
         """Positions in `compute`'s output of the features of the channels marked in `channels` (a boolean mask

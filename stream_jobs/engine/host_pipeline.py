@@ -21,6 +21,7 @@ from stream_jobs.engine.ensemble import DetectorEnsemble
 from stream_jobs.engine.features import FeatureLayout, feature_layout
 from stream_jobs.engine.own_activity import OwnActivity
 from stream_jobs.engine.residuals import Residuals
+from stream_jobs.engine.rolling_baseline import RollingBaseline
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.engine.verdicts import WindowContext, WindowVerdict, window_context
@@ -69,7 +70,7 @@ class HostPipeline(WatchedColumns):
         self.watch = self._new_watch(self._event_floors())
         self._window_starts: deque = deque(maxlen=WatchTiming.of(settings.watch, settings.stride_s,
                                                                    settings.window_s).adopt_after + 1)
-        self._recent = deque(maxlen=settings.baseline_capacity)
+        self._recent = RollingBaseline(settings.baseline_capacity)
         self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
         self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
         self._tx_bytes = _indices(self.signal_names, (NET_TX_BYTES_PREFIX,), prefix=True)
@@ -265,7 +266,7 @@ class HostPipeline(WatchedColumns):
         if self.settings.baseline_trim > 0:
             baseline = self._trimmed(baseline)
             self.ensemble = self._new_ensemble().fit(baseline)
-        self._recent.extend(baseline[::self.settings.baseline_stride].astype(np.float32))
+        self._recent.restart(baseline[::self.settings.baseline_stride])
         self._fit_watch()
         self._warmup_features, self._warmup_signals, self._warmup_means = [], [], []
         self.learning_since_ns = None
@@ -332,11 +333,12 @@ class HostPipeline(WatchedColumns):
         """Keep unflagged windows for the rolling baseline; refit on them every `refit_every` windows, at the
         host's own phase (hosts that started together refit apart). The paper's trio keeps its fit (§4.3)."""
         if not flagged and self.windows_seen % self.settings.baseline_stride == 0:
-            self._recent.append(features.astype(np.float32))  # every few windows: a longer span in less memory
+            self._recent.append(features)  # every few windows: a longer span in less memory
         due = (self.windows_seen + self.refit_phase) % self.settings.refit_every == 0
-        if due and len(self._recent) >= min(self.settings.warmup_windows, self._recent.maxlen):
+        if due and len(self._recent) >= min(self.settings.warmup_windows, self._recent.capacity):
             if self.settings.mode == "calibrated":
-                self.ensemble.refit(np.asarray(self._recent, dtype=np.float64))
+                self.ensemble.refit(self._recent.windows())
+                self._recent.recode()
             self.watch.refit()
             return True
         return False

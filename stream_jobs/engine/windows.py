@@ -50,6 +50,7 @@ class WindowAssembler:
         self._frames: deque[tuple[int, np.ndarray]] = deque()
         self._next_end: int | None = None
         self._last_ts: int | None = None
+        self._last_cut_from_ns: int | None = None  # the first frame of the last window cut, its opening one
 
     def push(self, timestamp_ns: int, values: np.ndarray) -> list[Window]:
         """Add one frame; returns the windows it completes (usually none or one)."""
@@ -65,6 +66,7 @@ class WindowAssembler:
             if window is not None:
                 windows.append(window)
             self._next_end += self.stride_ns
+        self._drop_before(self._next_end - self.window_ns)  # what the next window does not span
         self._frames.append((timestamp_ns, values))
         self._last_ts = timestamp_ns
         self.counters.frames += 1
@@ -77,17 +79,24 @@ class WindowAssembler:
         if self._next_end is None:
             return None
         since = self._next_end - self.window_ns - self.stride_ns
-        return min(since, self._frames[0][0]) if self._frames else since
+        oldest = self._last_cut_from_ns if self._last_cut_from_ns is not None else \
+            self._frames[0][0] if self._frames else since
+        return min(since, oldest)
 
     def _first_end(self, timestamp_ns: int) -> int:
         """The first window end whose whole window lies after the first frame."""
         first_full_end = timestamp_ns + self.window_ns
         return -(-first_full_end // self.stride_ns) * self.stride_ns
 
-    def _cut(self, end_ns: int) -> Window | None:
-        start_ns = end_ns - self.window_ns
+    def _drop_before(self, start_ns: int) -> None:
+        """Drop the frames before `start_ns` but the last of them, which opens the window starting there."""
         while len(self._frames) > 1 and self._frames[1][0] < start_ns:
             self._frames.popleft()
+
+    def _cut(self, end_ns: int) -> Window | None:
+        start_ns = end_ns - self.window_ns
+        self._drop_before(start_ns)
+        self._last_cut_from_ns = self._frames[0][0] if self._frames else None
         opening = int(bool(self._frames) and self._frames[0][0] < start_ns)
         if len(self._frames) - opening < self.min_frames:
             self.counters.sparse_windows += 1

@@ -75,3 +75,20 @@ def test_any_arrival_order_never_crashes_and_windows_only_move_forward(offsets):
     assert ids == sorted(set(ids))
     counters = assembler.counters
     assert counters.frames + counters.late + counters.duplicate == len(offsets)
+
+
+@settings(max_examples=60, deadline=None)
+@given(phase=st.integers(0, STEP - 1), stop_after=st.integers(45, 90))
+def test_an_assembler_resumed_from_its_oldest_needed_frame_cuts_the_same_windows_and_holds_one_window(phase,
+                                                                                                     stop_after):
+    timestamps = [T0 + phase + i * STEP for i in range(120)]
+    uninterrupted = {w.window_id: w.timestamps_ns.tolist() for w in feed(WindowAssembler(3.0, 1.0, 0.1), timestamps)}
+    first = WindowAssembler(3.0, 1.0, 0.1)
+    cut = feed(first, timestamps[:stop_after])
+    assert len(first._frames) <= 32, "frames the next window no longer spans are not held"
+    since = first.needed_since_ns()
+    resumed = {w.window_id: w.timestamps_ns.tolist()
+               for w in feed(WindowAssembler(3.0, 1.0, 0.1), [t for t in timestamps if t >= since])}
+    assert cut[-1].window_id in resumed, "the resumed assembler cuts the last window again"
+    assert set(uninterrupted) - {w.window_id for w in cut} <= set(resumed)
+    assert all(resumed[window_id] == uninterrupted[window_id] for window_id in resumed)
