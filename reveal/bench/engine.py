@@ -82,5 +82,5 @@ def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -
 
 
 def watch_history_bytes(pipeline: HostPipeline) -> float:
-    """What the channel watch's kept windows hold once full (float32 rows of every watched column)."""
+    """What the channel watch's kept windows hold once full (float16 steps of every watched column)."""
     return float(pipeline.watch.kept.bytes_once_full(len(pipeline.watch.event_floor)))
