@@ -25,6 +25,7 @@ class EngineBenchResult:
     micros: dict = field(default_factory=dict)
     memory_bytes_per_host: float = 0.0
     watch_history_bytes: float = 0.0
+    baseline_to_fill_bytes: float = 0.0  # rows the rolling baseline keeps once full, beyond those it holds
     streak_micros: float = 0.0  # the watch's confirmation, paid only in windows where a channel holds a streak
 
     @property
@@ -51,12 +52,10 @@ def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -
     settings = EngineSettings(warmup_windows=60)
     frames = synthetic_frames(catalog, 1_700_000_000_000_000_000, 10 * 70, seed=1)
     progress(f"warming {hosts} host pipelines of {len(catalog.channels)} channels …")
+    _warm(HostPipeline(table, settings), frames)  # modules a first fit imports are not memory of any host
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
-    pipelines = [HostPipeline(table, settings) for _ in range(hosts)]
-    for pipeline in pipelines:
-        for frame in frames:
-            pipeline.push(frame.timestamp_ns, frame.values)
+    pipelines = [_warm(HostPipeline(table, settings), frames) for _ in range(hosts)]
     per_host = (tracemalloc.get_traced_memory()[0] - before) / hosts
     tracemalloc.stop()
     pipeline = pipelines[0]
@@ -78,7 +77,14 @@ def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -
         lambda: pipeline.watch.judge(pipeline._watched(signal, means), lambda: pipeline._inner(signal)), repeats)
     result.streak_micros = _timed(lambda: pipeline._inner(signal), repeats)
     result.watch_history_bytes = watch_history_bytes(pipeline)
+    result.baseline_to_fill_bytes = float(pipeline._recent.bytes_to_fill(len(pipeline.layout.names)))
     return result
+
+
+def _warm(pipeline: HostPipeline, frames) -> HostPipeline:
+    for frame in frames:
+        pipeline.push(frame.timestamp_ns, frame.values)
+    return pipeline
 
 
 def watch_history_bytes(pipeline: HostPipeline) -> float:

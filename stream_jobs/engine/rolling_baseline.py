@@ -49,6 +49,10 @@ class RollingBaseline:
         row = self._encode(features)  # first: coding it may widen the unit, and recode the rows kept
         self._rows.append(row)
 
+    def bytes_to_fill(self, features: int) -> int:
+        """What the rows not yet kept will hold once every one of the `capacity` is."""
+        return (self.capacity - len(self._rows)) * features * np.dtype(np.float16).itemsize
+
     def windows(self) -> np.ndarray:
         """The kept rows, windows × features in float64."""
         if not self._rows:

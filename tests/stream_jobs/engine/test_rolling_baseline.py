@@ -73,3 +73,10 @@ def test_missing_features_stay_missing_and_a_restored_fit_codes_from_its_first_r
     back = kept.windows()
     assert np.isnan(back[5, 2]) and np.isfinite(np.delete(back, 2, axis=1)).all()
     assert np.nanmax((np.abs(back - rows[:8]) / np.abs(rows[0]))[:, 1:4]) < 1e-3, "to a small part of its level"
+
+
+def test_what_is_still_to_fill_shrinks_by_a_float16_row_per_row_kept():
+    kept = RollingBaseline(8)
+    assert kept.bytes_to_fill(100) == 8 * 100 * 2
+    kept.restart(_rows(5, windows=3))
+    assert kept.bytes_to_fill(6) == 5 * 6 * 2
