@@ -18,6 +18,7 @@ import numpy as np
 
 from schemas.channels import AGENT_PREFIX
 from stream_jobs.engine.column_stats import column_nanmedians
+from stream_jobs.engine.half_precision import Float16Rows
 # The MAD of a normal distribution is this fraction of its standard deviation.
 MAD_TO_SIGMA = 1.4826
 # |z| is capped so that a channel that is exactly equal on all peers but one ranks, but does not read as 1e12.
@@ -252,14 +253,14 @@ class PeerComparator:
 
 class _Learning:
     """One host's residuals while its offsets are learned, thinned evenly to at most LEARNING_KEPT windows: every
-    `stride`-th window is kept, and the stride doubles (every other kept row dropped) when the rows fill up. The
-    lowest and highest of its own values are kept over every window, thinned or not."""
+    `stride`-th window is kept (in float16, half_precision.py), and the stride doubles (every other kept row dropped)
+    when the rows fill up. The lowest and highest of its own values are kept over every window, thinned or not."""
 
     def __init__(self, names: tuple[str, ...]):
         self.names = names
         self.seen = 0
         self.stride = 1
-        self._rows: list[np.ndarray] = []
+        self._rows = Float16Rows(LEARNING_KEPT)
         self._lowest = np.full(len(names), np.inf)
         self._highest = np.full(len(names), -np.inf)
 
@@ -268,14 +269,14 @@ class _Learning:
         np.fmin(self._lowest, np.where(finite, values, np.inf), out=self._lowest)
         np.fmax(self._highest, np.where(finite, values, -np.inf), out=self._highest)
         if self.seen % self.stride == 0:
-            self._rows.append(np.asarray(residual, dtype=np.float32))
+            self._rows.append(residual)
             if len(self._rows) >= LEARNING_KEPT:
-                self._rows = self._rows[::2]
+                self._rows.thin()
                 self.stride *= 2
         self.seen += 1
 
     def residuals(self) -> np.ndarray:
-        return np.vstack(self._rows).astype(np.float64)
+        return self._rows.windows()
 
     def held_still(self) -> np.ndarray:
         """Channels whose own value never changed over the windows seen (and was seen at all)."""

@@ -19,9 +19,9 @@ from stream_jobs.engine.derived import derive, derived_specs, signals, step_seco
 from stream_jobs.engine.detectors import standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble
 from stream_jobs.engine.features import FeatureLayout, feature_layout
+from stream_jobs.engine.half_precision import Float16Rows
 from stream_jobs.engine.own_activity import OwnActivity
 from stream_jobs.engine.residuals import Residuals
-from stream_jobs.engine.rolling_baseline import RollingBaseline
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.engine.verdicts import WindowContext, WindowVerdict, window_context
@@ -70,7 +70,7 @@ class HostPipeline(WatchedColumns):
         self.watch = self._new_watch(self._event_floors())
         self._window_starts: deque = deque(maxlen=WatchTiming.of(settings.watch, settings.stride_s,
                                                                    settings.window_s).adopt_after + 1)
-        self._recent = RollingBaseline(settings.baseline_capacity)
+        self._recent = Float16Rows(settings.baseline_capacity)  # the rolling baseline
         self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
         self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
         self._tx_bytes = _indices(self.signal_names, (NET_TX_BYTES_PREFIX,), prefix=True)
