@@ -43,6 +43,7 @@ def handle(args) -> int:
     from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
     from sinks.landing import ClickHouseLanding
     from stream_jobs.embedded import EmbeddedRunner
+    from stream_jobs.engine.ensemble import load_fitting
     from stream_jobs.host_stage import HostStage
     from stream_jobs.live_state import LiveState
 
@@ -66,6 +67,7 @@ def handle(args) -> int:
     _close_abandoned(writer, agent_config.host)
     landing = ClickHouseLanding(writer)
     runner = sink.target = EmbeddedRunner(HostStage(engine, landing.saved_baseline), landing, console, live=live)
+    load_fitting()  # the engine's own one-off growth comes before this host's baseline, which would see it
     server.start(args.data_dir)
     print(f"live page: {server.url}/" if server.page else f"queries: {server.url}/api/query", flush=True)
     try:
