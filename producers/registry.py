@@ -14,7 +14,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -52,10 +52,9 @@ class SourceState:
     batch_index: int = -1  # its entry in the registry's ScanBatch, -1 when its collector reads it
 
 
-@dataclass(frozen=True)
-class SampledTick:
+class SampledTick(NamedTuple):
     """One tick read by the compiled loop: its index, when it woke (epoch ns), how late, the frame's values, the
-    catalog they are laid out by, and whether that catalog is new at this tick."""
+    catalog they are laid out by, and whether that catalog is new at this tick (a tuple: ten are made every block)."""
 
     tick: int
     wall_ns: int
@@ -149,8 +148,10 @@ class CollectorRegistry:
                                                     lags)
         announce = changed or self._unannounced
         self._unannounced = announce and not filled  # a loop a signal ended before its first tick announces nothing
-        sampled = [SampledTick(int(ticks[i]), int(walls[i]), lags[i] * 1e-9, rows[i], self.catalog,
-                               announce and i == 0) for i in range(filled)]
+        lags_s = (lags[:filled] * 1e-9).tolist()
+        sampled = [SampledTick(tick, wall_ns, lag_s, row, self.catalog, announce and i == 0)
+                   for i, (tick, wall_ns, lag_s, row) in enumerate(zip(ticks[:filled].tolist(),
+                                                                       walls[:filled].tolist(), lags_s, rows))]
         if filled:
             self._frame = rows[filled - 1].copy()
             relaid = self._after_batch(*trouble) if trouble is not None else False

@@ -68,6 +68,7 @@ def handle(args) -> int:
     from sinks.clickhouse import describe_dsn
     from sinks.landing import open_landing
     from stream_jobs.catalog_preload import read_catalogs
+    from stream_jobs.engine.ensemble import load_fitting
     from stream_jobs.worker.app import create_app
     from stream_jobs.worker.metrics import WorkerMetrics
     from stream_jobs.worker.shell import WorkerSettings, WorkerShell
@@ -88,6 +89,7 @@ def handle(args) -> int:
     for catalog in catalogs:
         shell.stage.on_catalog(catalog)
     log.info("worker: %d catalogs known before the first frame", len(catalogs))
+    load_fitting()  # what every first fit loads is the worker's from its start, not a share of its first hosts'
     app = create_app(settings, shell)
     run_ended = threading.Event()  # set when the worker ends its own run; an operator's SIGTERM hands over instead
     if args.duration or args.until_idle:

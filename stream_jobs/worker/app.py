@@ -33,10 +33,13 @@ log = logging.getLogger(__name__)
 # A producer batch holds several host-window summaries (20.6 KB each at 700 channels), where Faust's 16 KB default
 # held none whole; kept under the broker's 1 MB message.max.bytes.
 PRODUCER_BATCH_BYTES = 512 << 10
-# How much one fetch may bring of each partition. With Faust's 1 MB (~180 frames of 700 channels) a worker took at
-# most ~1,200 frames per second, its threads waiting in select; with 4 MB one worker keeps up with 150 hosts at
-# 10 Hz (1,500 frames per second, `reveal bench pipeline --hosts 150 --duration 90`).
-FETCH_BYTES_PER_PARTITION = 4 << 20
+# How much one fetch may bring of each partition. With Faust's 1 MB (~180 frames of 700 channels) and a frame per
+# message, a worker took at most ~1,200 frames per second, its threads waiting in select; 4 MB kept up with 150 hosts
+# at 10 Hz. An agent sends a second of frames per message by default, and with 2 MB one worker keeps up with the same
+# 150 hosts while holding less fetched and decoded data: `reveal bench pipeline --hosts 150 --duration 120` stored
+# 1.13 M channel-samples/s with 2.25 MB of memory per host, against 2.49 MB with 4 MB. With a frame per message
+# (`--publish-every 0`) one worker falls behind at 150 hosts with either size (0.92 and 0.96 M/s), on its CPU.
+FETCH_BYTES_PER_PARTITION = 2 << 20
 # What the worker publishes is compressed in batches gathered for up to PRODUCER_LINGER_S. A cluster's host-window
 # summaries share one partition and each repeats its host's channel names (20.6 KB at 700 channels), so a 150-host
 # cluster wrote 3.1 MB/s there against 1.4 MB/s on each of the 6 sample partitions. A worker that ran behind got at
