@@ -49,7 +49,7 @@ FETCH_BYTES_PER_PARTITION = 2 << 20
 # the summaries stay 3-5 s behind their production however long the worker runs behind.
 PRODUCER_COMPRESSION = "lz4"
 PRODUCER_LINGER_S = 0.1
-RELEASE_MEMORY_EVERY_S = 10.0  # a few milliseconds each time (stream_jobs/allocator.py)
+RELEASE_MEMORY_EVERY_S = 2.0  # a few milliseconds each time (stream_jobs/allocator.py)
 
 
 def create_app(settings: WorkerSettings, shell: WorkerShell) -> faust.App:
