@@ -178,6 +178,10 @@ def replay_fleet(bootstrap: str, prefix: str, settings: FleetSettings, start_ns:
     report on `results`. The client's statistics give the bytes it really sent, after compression."""
     first = encode_fleet(settings, start_ns, 0, round(CHUNK_S / settings.interval_s))
     statistics: list[dict] = []
+    # One producer sends the whole fleet with the 200 ms linger of a frame-per-message agent, so that the hosts'
+    # messages of one second share batches. Agents that send blocks linger BLOCK_LINGER_MS and a fleet of them sends
+    # a batch per host: with that linger here, two runs at 150 hosts took the worker 123-126 % of a core instead of
+    # 112-116 %, and it caught up with publication later (`reveal bench pipeline --hosts 150 --duration 120`).
     producer = Producer(producer_config(bootstrap, {"statistics.interval.ms": 1000,
                                                     "stats_cb": lambda text: statistics.append(json.loads(text))}))
     ready.set()

@@ -1,7 +1,7 @@
 """KafkaFramePublisher with no broker to reach: its producer settings, frames spooled to disk and kept for the next
 run, and the health it reports (delivery to a real broker is tested in tests/integration)."""
 
-from producers.publisher import MESSAGE_BYTES_LIMIT, KafkaFramePublisher, producer_config
+from producers.publisher import BLOCK_LINGER_MS, MESSAGE_BYTES_LIMIT, KafkaFramePublisher, producer_config
 from producers.spool import DiskSpool, SpooledRecord
 from producers.synthetic import synthetic_catalog, synthetic_frames
 from schemas.records import decode_catalog, decode_frame, decode_frames
@@ -16,6 +16,15 @@ def test_the_producer_is_idempotent_and_compressing_and_takes_extra_settings():
     assert config["compression.type"] == "lz4"
     assert (config["linger.ms"], config["client.id"]) == (5, "agent-h1")
     assert producer_config("kafka:9092")["linger.ms"] == 200
+
+
+def test_a_publisher_sending_blocks_of_frames_lingers_only_briefly():
+    assert producer_config("kafka:9092", frames_per_message=10)["linger.ms"] == BLOCK_LINGER_MS < 200
+    assert producer_config("kafka:9092", {"linger.ms": 50}, frames_per_message=10)["linger.ms"] == 50
+    by_block = KafkaFramePublisher(NO_BROKER, frames_per_message=10)
+    by_frame = KafkaFramePublisher(NO_BROKER)
+    assert (by_block._config["linger.ms"], by_frame._config["linger.ms"]) == (BLOCK_LINGER_MS, 200)
+    by_block.producer.flush(0), by_frame.producer.flush(0)
 
 
 def test_frames_go_to_the_spool_while_kafka_is_away_and_stay_there_for_the_next_run(tmp_path):
