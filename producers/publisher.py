@@ -77,7 +77,8 @@ class KafkaFramePublisher:
         self._last_client_error = None
         self.stats = DeliveryStats()
         self.spool = DiskSpool(spool_dir, spool_max_bytes) if spool_dir else None
-        self._config = {**producer_config(bootstrap, extra_config, frames_per_message), "error_cb": self._on_client_error}
+        self._config = {**producer_config(bootstrap, extra_config, frames_per_message),
+                        "error_cb": self._on_client_error}
         self.producer = Producer(self._config)
         self._fatal = threading.Event()
         self._renewal = threading.Lock()
