@@ -46,17 +46,18 @@ def block_aligned_start(monotonic_ns: int, realtime_ns: int, interval_ns: int, b
                         next_tick: int = 1) -> int:
     """A schedule start (CLOCK_MONOTONIC, tick k due at start + k·interval) at which the last tick of every block
     is due just after a whole multiple of the block's length since the epoch (CLOCK_REALTIME), and `next_tick` is
-    due within one block from now. A worker's windows end on whole seconds: with blocks of a second, the frame that
-    closes a window is the last of its block and leaves at once, instead of waiting a block for the next.
+    due no sooner than one interval from now (a tick just read is never followed by one a hair later) and within a
+    block after that. A worker's windows end on whole seconds: with blocks of a second, the frame that closes a
+    window is the last of its block and leaves at once, instead of waiting a block for the next.
 
     >>> start = block_aligned_start(5_000_000_000, 1_700_000_000_300_000_000, 100_000_000, 10)
     >>> last_tick_wall = start + 9 * 100_000_000 + (1_700_000_000_300_000_000 - 5_000_000_000)
-    >>> last_tick_wall % 1_000_000_000, 0 <= start + 100_000_000 - 5_000_000_000 < 1_000_000_000
+    >>> last_tick_wall % 1_000_000_000, 100_000_000 <= start + 100_000_000 - 5_000_000_000 < 1_100_000_000
     (1000000, True)
     """
     block_ns = interval_ns * block_ticks
     phase = (block_margin_ns(interval_ns) - (block_ticks - 1) * interval_ns - (realtime_ns - monotonic_ns)) % block_ns
-    earliest = monotonic_ns - next_tick * interval_ns
+    earliest = monotonic_ns - (next_tick - 1) * interval_ns
     return earliest + (phase - earliest) % block_ns
 
 

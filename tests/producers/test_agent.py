@@ -99,7 +99,8 @@ def test_an_aligned_schedule_keeps_its_phase_wherever_it_resumes():
     for now in (0, 37_000_001, 999_999_999, 5 * SECOND + 1):
         for next_tick in (1, 10, 2_000):
             start = block_aligned_start(now, now + wall_offset, interval, ticks, next_tick)
-            assert now <= start + next_tick * interval < now + SECOND, "the next tick is due within a block"
+            due = start + next_tick * interval - now
+            assert interval <= due < interval + SECOND, "the next tick is due an interval from now, within a block"
             last_of_block = next_tick + (ticks - 1 - next_tick) % ticks  # blocks end on multiples of ticks
             last_tick_wall = start + last_of_block * interval + wall_offset
             assert last_tick_wall % SECOND == block_margin_ns(interval)
