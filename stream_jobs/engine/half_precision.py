@@ -93,7 +93,17 @@ class Float16Rows:
         distances = (np.asarray(features, dtype=np.float64) - self._center) / self._unit
         factor = widening(distances)
         if factor is not None:
-            self._unit = (self._unit * factor).astype(np.float32)
-            self._rows = deque(((row / factor).astype(np.float16) for row in self._rows), maxlen=self.capacity)
+            self._widen(factor)
             distances = distances / factor
         return distances.astype(np.float16)
+
+    def _widen(self, factor: np.ndarray) -> None:
+        """Grow the units by `factor`, recoding only the widened columns, of every row kept at once (the cross-host
+        learning keeps hundreds of rows a host, and widened one row at a time in 4 % of a worker's CPU)."""
+        self._unit = (self._unit * factor).astype(np.float32)
+        if not self._rows:
+            return
+        widened = np.flatnonzero(factor != 1.0)
+        rows = np.asarray(self._rows)
+        rows[:, widened] = rows[:, widened] / factor[widened]
+        self._rows = deque(map(np.copy, rows), maxlen=self.capacity)  # rows of their own, not views of one block

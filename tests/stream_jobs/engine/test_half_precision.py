@@ -114,3 +114,20 @@ def test_thinning_keeps_every_other_row_from_the_oldest():
     kept.restart(rows)
     kept.thin()
     assert len(kept) == 4 and _error_in_spreads(kept.windows(), rows[::2]).max() < 2e-3
+
+
+def test_widening_recodes_the_rows_kept_exactly_as_coding_each_row_anew_would():
+    rows = _rows(3, 30)
+    kept = Float16Rows(64)
+    kept.restart(rows[:20])
+    unit_before = kept._unit.copy()
+    coded_before = [row.copy() for row in kept._rows]
+    drifted = rows[20].copy()
+    drifted[[0, 3]] += SPREADS[[0, 3]] * FLOAT16_REACH * np.array([5.0, -300.0])
+    kept.append(drifted)
+    factor = (kept._unit / unit_before).astype(np.float64)
+    assert factor[[0, 3]].min() > 1 and (factor[[1, 2, 4, 5]] == 1).all()
+    expected = [(row / factor).astype(np.float16) for row in coded_before]
+    for got, want in zip(list(kept._rows)[:20], expected):
+        assert got.dtype == np.float16 and got.tobytes() == want.tobytes()
+    assert all(row.base is None for row in kept._rows), "each row holds its own memory"
