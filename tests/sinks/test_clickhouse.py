@@ -4,6 +4,9 @@ answered), run where REVEAL_TEST_CLICKHOUSE_URL names one (e.g. http://reveal:pw
 leaves that test out of the run (no server installs from the registries CI reaches)."""
 
 import os
+import subprocess
+import sys
+import textwrap
 import uuid
 
 import pytest
@@ -195,3 +198,29 @@ def test_frames_merge_in_small_blocks_also_in_a_table_made_before_the_setting(ch
         assert "merge_max_block_size = 1024" in frames_settings(writer)
     finally:
         writer.close()
+
+
+def test_storing_every_table_leaves_pandas_unloaded_in_a_process_that_never_loaded_it(tmp_path):
+    script = textwrap.dedent(f"""
+        import sys
+        from producers.synthetic import synthetic_catalog, synthetic_frames
+        from sinks.clickhouse import ClickHouseWriter, data_dir_dsn
+        from sinks.landing import queue_output
+        from sinks.rows import catalog_row, frame_row
+        from stream_jobs.engine.settings import EngineSettings
+        from stream_jobs.host_stage import HostStage
+        writer = ClickHouseWriter(data_dir_dsn({str(tmp_path)!r}))
+        catalog = synthetic_catalog("lean-host")
+        stage = HostStage(EngineSettings(warmup_windows=10))
+        writer.add("catalogs", [catalog_row(catalog)])
+        queue_output(writer, stage.on_catalog(catalog))
+        for frame in synthetic_frames(catalog, {T0}, 200):
+            writer.add("frames", [frame_row(frame)])
+            queue_output(writer, stage.on_frame(frame))
+        stored = writer.flush()
+        print(stored, writer.stats.rows["windows"], "pandas" in sys.modules)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    stored, windows, pandas_loaded = result.stdout.split()
+    assert int(stored) > 201 and int(windows) > 0
+    assert pandas_loaded == "False"
