@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
 
-from producers.publisher import producer_config
+from producers.publisher import FRAME_LINGER_MS, producer_config
 from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import encode_catalog, encode_frame
 from schemas.topics import TopicNames
@@ -173,17 +173,24 @@ def _produce(producer: Producer, topic: str, key: bytes, value: bytes) -> None:
             producer.poll(0.05)  # the client's queue is full: let deliveries drain it
 
 
+def fleet_batching(settings: FleetSettings) -> dict:
+    """Producer settings under which the one producer replaying a fleet hands the workers record batches of the
+    size the fleet's agents send. An agent sending blocks sends one message a second, alone in its batch; one sending
+    a frame per message gathers its frames of FRAME_LINGER_MS. Left to itself the replaying producer would pack the
+    messages all hosts send at one instant into a few batches, which no fleet sends."""
+    if settings.frames_per_message > 1:
+        return {"batch.num.messages": 1}
+    return {"batch.num.messages": max(1, round(FRAME_LINGER_MS / 1000 / settings.interval_s))}
+
+
 def replay_fleet(bootstrap: str, prefix: str, settings: FleetSettings, start_ns: int, ready, go, results) -> None:
     """Process entry point: encode the fleet's first chunk, say so on `ready`, wait for `go`, replay, put the
     report on `results`. The client's statistics give the bytes it really sent, after compression."""
     first = encode_fleet(settings, start_ns, 0, round(CHUNK_S / settings.interval_s))
     statistics: list[dict] = []
-    # One producer sends the whole fleet with the 200 ms linger of a frame-per-message agent, so that the hosts'
-    # messages of one second share batches. Agents that send blocks linger BLOCK_LINGER_MS and a fleet of them sends
-    # a batch per host: with that linger here, two runs at 150 hosts took the worker 123-126 % of a core instead of
-    # 112-116 %, and it caught up with publication later (`reveal bench pipeline --hosts 150 --duration 120`).
-    producer = Producer(producer_config(bootstrap, {"statistics.interval.ms": 1000,
-                                                    "stats_cb": lambda text: statistics.append(json.loads(text))}))
+    producer = Producer(producer_config(bootstrap, {"statistics.interval.ms": 1000, **fleet_batching(settings),
+                                                    "stats_cb": lambda text: statistics.append(json.loads(text))},
+                                        settings.frames_per_message))
     ready.set()
     go.wait()
     report = publish_paced(producer, TopicNames(prefix), first.catalogs, encoded_ticks(settings, start_ns, first),

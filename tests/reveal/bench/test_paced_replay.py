@@ -1,10 +1,12 @@
 """The paced replay's fleet: every host in every tick, catalogs first, a step change only on the stepped hosts."""
 
 import numpy as np
+from confluent_kafka import Producer
 
+from producers.publisher import BLOCK_LINGER_MS, FRAME_LINGER_MS, producer_config
 from producers.synthetic import synthetic_catalog
-from reveal.bench.paced_replay import (STEP_OFFSET, FleetSettings, encode_fleet, encoded_ticks, host_name,
-                                       stepped_channels)
+from reveal.bench.paced_replay import (STEP_OFFSET, FleetSettings, encode_fleet, encoded_ticks, fleet_batching,
+                                       host_name, stepped_channels)
 from reveal.bench.pipeline_figures import WARMUP_WINDOWS
 from reveal.lab.replay import replay
 from schemas.records import decode_catalog, decode_frame
@@ -71,3 +73,15 @@ def test_every_stepped_host_of_the_fleet_opens_an_alert_of_its_own():
     opened = [alert for alert in replay(items, engine).cluster.alerts if alert.state == "open"]
     assert sorted(alert.host for alert in opened) == [host_name(i) for i in range(3)]
     assert all(T0 + 28e9 <= alert.start_ns <= T0 + 31e9 for alert in opened)
+
+
+def test_the_replay_hands_over_record_batches_of_the_size_a_fleet_of_agents_sends():
+    blocks = FleetSettings(hosts=3, interval_s=0.1, publish_every_s=1.0)
+    frames = FleetSettings(hosts=3, interval_s=0.1, publish_every_s=0.0)
+    slow_frames = FleetSettings(hosts=3, interval_s=1.0, publish_every_s=0.0)
+    assert fleet_batching(blocks) == {"batch.num.messages": 1}
+    assert fleet_batching(frames) == {"batch.num.messages": round(FRAME_LINGER_MS / 100)}
+    assert fleet_batching(slow_frames) == {"batch.num.messages": 1}
+    config = producer_config("127.0.0.1:9", fleet_batching(blocks), blocks.frames_per_message)
+    assert config["linger.ms"] == BLOCK_LINGER_MS
+    Producer(config).flush(0)  # librdkafka takes every setting as given
