@@ -230,9 +230,9 @@ def caught_up_at(delays: list[tuple[float, float]], after_s: float, within_s: fl
 
 
 def memory_steady_after_s() -> float:
-    """Seconds into each host's run after which the bench's workers hold all of its rolling baseline: memory per
-    host taken earlier is short of what a long-running worker holds."""
-    return EngineSettings(warmup_windows=WARMUP_WINDOWS).rolling_baseline_full_s
+    """Seconds into each host's run after which the bench's workers hold all they keep of it (its rolling baseline
+    and its channel watch's windows): memory per host taken earlier is short of what a long-running worker holds."""
+    return EngineSettings(warmup_windows=WARMUP_WINDOWS).state_full_s
 
 
 def memory_per_host(idle_rss_bytes: int, end_rss_bytes: int, hosts: int) -> float:

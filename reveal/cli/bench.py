@@ -253,8 +253,9 @@ def handle_pipeline(args) -> int:
           f"windows, baselines or open incidents need them.")
     steady_after = memory_steady_after_s()
     if args.duration < steady_after:
-        print(f"memory per host is measured short of its steady state: a host's rolling baseline fills "
-              f"{steady_after:.0f} s into its run; --duration {math.ceil(steady_after) + 60} or more measures it full")
+        print(f"memory per host is measured short of its steady state: what a worker keeps of a host (its rolling "
+              f"baseline and its channel watch's windows) is full {steady_after:.0f} s into the host's run; "
+              f"--duration {math.ceil(steady_after) + 60} or more measures it full")
     if any(result.worker_exit_codes):
         print(f"workers exited with {result.worker_exit_codes}: one that did not stop within a minute of SIGTERM "
               f"(its event loop busy) was killed; what it had stored is counted")

@@ -7,7 +7,7 @@ import math
 import zlib
 from dataclasses import dataclass
 
-from stream_jobs.engine.channel_watch import WatchSettings
+from stream_jobs.engine.channel_watch import WatchSettings, WatchTiming
 from stream_jobs.engine.ensemble import MODES
 
 
@@ -46,10 +46,21 @@ class EngineSettings:
     @property
     def rolling_baseline_full_s(self) -> float:
         """Seconds into a host's run after which its rolling baseline holds all it keeps (every `baseline_stride`-th
-        window of the warm-up, then of the clean windows judged, up to `baseline_capacity`): a host's memory
-        measured earlier is short of its steady state."""
-        from_warmup = math.ceil(self.warmup_windows / self.baseline_stride)
-        judged = max(0, self.baseline_capacity - from_warmup) * self.baseline_stride
+        window of the warm-up, then of the clean windows judged, up to `baseline_capacity`)."""
+        return self._filled_after_s(self.baseline_capacity, self.baseline_stride)
+
+    @property
+    def state_full_s(self) -> float:
+        """Seconds into a host's run after which all it keeps is full: the rolling baseline and the windows its
+        channel watch keeps (every `history_every_s`, over the longer of its history and adoption spans). A host's
+        memory measured earlier is short of its steady state."""
+        timing = WatchTiming.of(self.watch, self.stride_s, self.window_s)
+        return max(self.rolling_baseline_full_s, self._filled_after_s(timing.kept_rows, timing.history_stride))
+
+    def _filled_after_s(self, capacity: int, stride: int) -> float:
+        """When rows kept every `stride`-th window, from the warm-up's on, number `capacity`."""
+        from_warmup = math.ceil(self.warmup_windows / stride)
+        judged = max(0, capacity - from_warmup) * stride
         return self.window_s + (self.warmup_windows + judged - 1) * self.stride_s  # the first window ends at window_s
 
     def learned_with(self) -> dict:

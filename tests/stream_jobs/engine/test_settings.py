@@ -48,3 +48,26 @@ def test_a_host_s_rolling_baseline_is_full_exactly_when_the_settings_say(changes
         held[round(frame.timestamp_ns / 1e9, 1)] = len(pipeline._recent)
     assert held[round(full_s - 0.2, 1)] == settings.baseline_capacity - 1
     assert held[round(full_s + 0.2, 1)] == settings.baseline_capacity
+
+
+@pytest.mark.parametrize("changes", [{"warmup_windows": 10}, {"warmup_windows": 12, "stride_s": 0.5}])
+def test_all_a_host_keeps_is_full_exactly_when_the_settings_say(changes):
+    import numpy as np
+
+    from producers.synthetic import synthetic_catalog, synthetic_frames
+    from stream_jobs.engine.channel_watch import WatchSettings
+    from stream_jobs.engine.channels import ChannelTable
+    from stream_jobs.engine.host_pipeline import HostPipeline
+
+    settings = EngineSettings(**changes, watch=WatchSettings(history_every_s=1.0, history_span_s=60.0))
+    catalog = synthetic_catalog("h1", gauges=8, counters=6)
+    pipeline = HostPipeline(ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels)),
+                            settings)
+    full_s, held = settings.state_full_s, {}
+    assert full_s > settings.rolling_baseline_full_s
+    for frame in synthetic_frames(catalog, 0, int((full_s + 5) / catalog.interval_s), seed=3):
+        pipeline.push(frame.timestamp_ns, np.asarray(frame.values))
+        held[round(frame.timestamp_ns / 1e9, 1)] = len(pipeline.watch.kept._rows) if pipeline.baseline_ready else 0
+    capacity = pipeline.watch.kept._rows.maxlen
+    assert held[round(full_s - 0.2, 1)] == capacity - 1
+    assert held[round(full_s + 0.2, 1)] == capacity
