@@ -114,16 +114,6 @@ class WatchTiming:
     adopt_after: int
     drift_horizon: int
 
-    @property
-    def recent_rows(self) -> int:
-        """Kept windows that adoption looks back over (one every `history_stride`)."""
-        return max(2, self.adopt_after // self.history_stride)
-
-    @property
-    def kept_rows(self) -> int:
-        """Windows the watch keeps at most: its history, or adoption's recent windows where those span longer."""
-        return max(self.history_windows, self.recent_rows)
-
     @classmethod
     def of(cls, settings: WatchSettings, stride_s: float, window_s: float = 0.0) -> WatchTiming:
         """Window counts at this stride; adoption waits `adopt_after_s` or `adopt_after_window_lengths` windows'
@@ -256,7 +246,8 @@ class ChannelWatch:
         self.streak = np.zeros(len(self.event_floor), dtype=np.int64)
         self.out_share = np.zeros(len(self.event_floor))
         self._share_step = 1.0 - (1.0 - settings.adopt_share) ** (1.0 / self.timing.adopt_after)
-        self.kept = KeptWindows(self.timing.history_windows, self.timing.recent_rows)
+        self.kept = KeptWindows(self.timing.history_windows,
+                                max(2, self.timing.adopt_after // self.timing.history_stride))
         self._windows = 0
         self.last_observed = np.zeros(len(self.event_floor))
         self._unwidened, self.learned_s, self._judged_at_fit = math.inf, 0.0, 0

@@ -55,7 +55,8 @@ class EngineSettings:
         channel watch keeps (every `history_every_s`, over the longer of its history and adoption spans). A host's
         memory measured earlier is short of its steady state."""
         timing = WatchTiming.of(self.watch, self.stride_s, self.window_s)
-        return max(self.rolling_baseline_full_s, self._filled_after_s(timing.kept_rows, timing.history_stride))
+        kept = max(timing.history_windows, 2, timing.adopt_after // timing.history_stride)  # as ChannelWatch keeps
+        return max(self.rolling_baseline_full_s, self._filled_after_s(kept, timing.history_stride))
 
     def _filled_after_s(self, capacity: int, stride: int) -> float:
         """When rows kept every `stride`-th window, from the warm-up's on, number `capacity`."""
