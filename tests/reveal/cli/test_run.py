@@ -3,6 +3,7 @@ command itself: its version and the commands its help lists."""
 
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -114,8 +115,12 @@ def test_reveal_commands_pointed_at_a_run_open_no_incident(tmp_path):
     run = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--data-dir", data_dir, "--warmup-windows", "12",
                             "--settle", "3", "--listen", "127.0.0.1:0", "--no-ui", "--quiet"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines, learned = [], threading.Event()
+    threading.Thread(target=_collect_lines, args=(run.stderr, lines, "baseline learned", learned), daemon=True).start()
     try:
-        time.sleep(25)
+        # the commands' windows are never learned: they start once the baseline is (a channel that comes and goes
+        # on the host, e.g. another test's cgroup, restarts its learning)
+        assert learned.wait(120), "".join(lines)[-2000:]
         judged_from_ns = time.time_ns()
         commands = 0
         while time.time_ns() - judged_from_ns < 40e9:
@@ -125,8 +130,8 @@ def test_reveal_commands_pointed_at_a_run_open_no_incident(tmp_path):
             commands += 2
     finally:
         run.send_signal(signal.SIGINT)
-        err = run.communicate(timeout=60)[1]
-    assert run.returncode == 0 and "baseline learned" in err, err[-2000:]
+        run.wait(timeout=60)
+    assert run.returncode == 0, "".join(lines)[-2000:]
     reader = ClickHouseReader(data_dir_dsn(data_dir))
     opened = reader.query("SELECT summary FROM alerts FINAL WHERE kind = 'anomaly' AND state = 'open' "
                           "AND start >= fromUnixTimestamp64Nano({t:Int64})", {"t": judged_from_ns})[1]
@@ -135,6 +140,14 @@ def test_reveal_commands_pointed_at_a_run_open_no_incident(tmp_path):
     assert commands >= 6
     assert opened == [], opened
     assert marked > 0
+
+
+def _collect_lines(stream, lines: list, wanted: str, seen: threading.Event) -> None:
+    """Read `stream` to its end into `lines`, setting `seen` once a line holds `wanted`."""
+    for line in stream:
+        lines.append(line)
+        if wanted in line:
+            seen.set()
 
 
 def test_a_command_reads_no_package_metadata_unless_asked_for_the_version():
