@@ -66,8 +66,8 @@ def _register_pipeline(benches) -> None:
         "pipeline",
         help="sustained channel-samples/s, alert latency, keeping up and memory per host through Kafka and workers",
         description="Replay --hosts synthetic hosts of --channels channels in real time (frames encoded beforehand, "
-                    "published by a separate process in record batches of the size a fleet's agents send) through the broker into --workers real Faust workers storing "
-                    "in chDB, with a step change on one host in ten late in the run (each on gauges of its own), and "
+                    "published by a separate process in record batches of the size a fleet's agents send) through "
+                    "the broker into --workers real Faust workers storing in chDB, with a step change on one host in ten late in the run (each on gauges of its own), and "
                     "print: channel-samples per "
                     "second stored over the steady part, anomaly and alert latency after their window closed "
                     "(p50/p99 over the run, where every host learns its baseline in the same second, and p99 for "
