@@ -179,23 +179,42 @@ def test_retired_parts_are_removed_within_seconds_not_in_one_burst_minutes_later
 
 
 def test_frames_merge_in_small_blocks_also_in_a_table_made_before_the_setting(chdb_dsn, database):
-    """A frame is a wide array, so the frames table merges in 1,024-row blocks of at most 1 MB granules; a frames
-    table made without them gets the merge block size (its granules stay as they were made)."""
+    """A frame is a wide array, so the frames table merges in 1,024-row blocks of at most 1 MB granules, rarely
+    (merge_selector_base 20) and into ZSTD(1); a frames table made without them gets the merge settings and the
+    codec (its granules stay as they were made)."""
     def frames_settings(writer: ClickHouseWriter) -> str:
         return writer.query("SELECT create_table_query FROM system.tables WHERE database = {d:String} "
                             "AND name = 'frames'", {"d": database})[1][0][0]
 
+    merged_rarely = ("merge_max_block_size = 1024", "merge_selector_base = 20",
+                     "`values` Array(Float64) CODEC(ZSTD(1))")
     writer = ClickHouseWriter(chdb_dsn, database)
     fresh = frames_settings(writer)
-    assert "index_granularity_bytes = 1048576" in fresh and "merge_max_block_size = 1024" in fresh
+    assert "index_granularity_bytes = 1048576" in fresh and all(part in fresh for part in merged_rarely)
     writer.command(f"DROP TABLE {database}.frames")
     writer.command(f"CREATE TABLE {database}.frames (host String, ts DateTime64(9), sequence UInt64, "
-                   "values Array(Float64)) ENGINE = ReplacingMergeTree ORDER BY (host, ts, sequence)")
-    assert "merge_max_block_size" not in frames_settings(writer)
+                   "values Array(Float64) CODEC(ZSTD(3))) ENGINE = ReplacingMergeTree ORDER BY (host, ts, sequence)")
+    assert not any(part in frames_settings(writer) for part in merged_rarely)
     writer.close()
     writer = ClickHouseWriter(chdb_dsn, database)
     try:
-        assert "merge_max_block_size = 1024" in frames_settings(writer)
+        assert all(part in frames_settings(writer) for part in merged_rarely)
+    finally:
+        writer.close()
+
+
+def test_a_merge_setting_this_clickhouse_does_not_know_is_left_out(chdb_dsn, database, monkeypatch):
+    """A setting newer than the server (RECENT_SETTINGS) is applied only where system.merge_tree_settings has it, so
+    an older ClickHouse still takes Reveal's tables."""
+    import sinks.clickhouse as clickhouse
+
+    monkeypatch.setitem(clickhouse.RECENT_SETTINGS, "frames", ("merge_selector_base = 20",
+                                                               "a_setting_no_clickhouse_has = 1"))
+    writer = ClickHouseWriter(chdb_dsn, database)
+    try:
+        settings = writer.query("SELECT create_table_query FROM system.tables WHERE database = {d:String} "
+                                "AND name = 'frames'", {"d": database})[1][0][0]
+        assert "merge_selector_base = 20" in settings and "a_setting_no_clickhouse_has" not in settings
     finally:
         writer.close()
 
