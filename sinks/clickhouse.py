@@ -14,6 +14,7 @@ from urllib.parse import quote, urlparse
 import clickhouse_connect
 from clickhouse_connect.driver import options as driver_options
 
+from sinks.merge_priority import MergeThreadPriority
 from sinks.read_only import WriteRefused, check_read_only, single_statement
 from sinks.rows import frame_rows_binary
 from sinks.tables import COLUMNS, create_statements
@@ -123,6 +124,7 @@ class ClickHouseWriter:
             raise StorageError(f"max_pending_rows is {max_pending_rows}; expected at least 1")
         self.dsn, self.database, self.max_pending_rows = dsn, database, max_pending_rows
         self.client = connect(dsn)
+        self._merge_priority = MergeThreadPriority() if check_dsn(dsn) == "chdb" else None
         self.stats = WriterStats()
         self._lock = threading.Lock()
         self._client_lock = threading.Lock()  # one statement at a time on the client (a live page queries it too)
@@ -200,6 +202,8 @@ class ClickHouseWriter:
                 for table, rows in unwritten.items():
                     self._pending[table][:0] = rows
                 self._in_flight = 0
+        if self._merge_priority is not None:  # the merges these inserts start run on threads chDB may just have made
+            self._merge_priority.apply()
         return sum(len(rows) for rows in batches.values())
 
     def _insert(self, table: str, rows: list[list]) -> None:
