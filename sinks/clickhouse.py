@@ -17,7 +17,7 @@ from clickhouse_connect.driver import options as driver_options
 from sinks.merge_priority import MergeThreadPriority
 from sinks.read_only import WriteRefused, check_read_only, single_statement
 from sinks.rows import frame_rows_binary
-from sinks.tables import COLUMNS, create_statements
+from sinks.tables import COLUMNS, TABLES, create_statements
 from stream_jobs.storage import StorageUnavailable
 
 log = logging.getLogger(__name__)
@@ -34,9 +34,9 @@ STEADY_CLEANUP = "cleanup_delay_period = 1, cleanup_delay_period_random_add = 1,
 # frames table keeps the granule size it was made with).
 LATER_SETTINGS = {"frames": "merge_max_block_size = 1024"}
 # Settings a ClickHouse may not know (newer than some servers Reveal writes to): each is applied where it is known.
-RECENT_SETTINGS = {"frames": ("merge_selector_base = 20",)}
-# Codecs tables.sql gives that an earlier version's table lacks; a codec applies to the parts written after it.
-LATER_CODECS = {"frames": ("values Array(Float64) CODEC(ZSTD(1))",)}
+RECENT_SETTINGS = {"frames": {"merge_selector_base": 20}}
+# Columns whose codec in tables.sql an earlier version's table lacks; a codec applies to the parts written after it.
+LATER_CODECS = {"frames": ("values",)}
 # Tables written as RowBinary built here rather than through clickhouse-connect's per-value column writers.
 ROW_BINARY_TABLES = {"frames": frame_rows_binary}
 
@@ -138,17 +138,18 @@ class ClickHouseWriter:
             self.command(statement)
         known = self._known_table_settings()
         for table in COLUMNS:  # tables made by an earlier version are brought to the same settings and codecs
-            recent = [s for s in RECENT_SETTINGS.get(table, ()) if s.split("=")[0].strip() in known]
+            recent = [f"{name} = {value}" for name, value in RECENT_SETTINGS.get(table, {}).items() if name in known]
             settings = ", ".join(filter(None, (STEADY_CLEANUP, LATER_SETTINGS.get(table), *recent)))
             self.command(f"ALTER TABLE {self.database}.{table} MODIFY SETTING {settings}")
             for column in LATER_CODECS.get(table, ()):
-                self.command(f"ALTER TABLE {self.database}.{table} MODIFY COLUMN {column}")
+                column_type = TABLES[table].types[column]
+                self.command(f"ALTER TABLE {self.database}.{table} MODIFY COLUMN {column} {column_type}")
         self.command(f"USE {self.database}")  # the embedded session keeps it
         self.client.database = self.database  # a server client sends it with every query
 
     def _known_table_settings(self) -> set[str]:
         """Which of RECENT_SETTINGS this ClickHouse knows as MergeTree table settings."""
-        names = sorted({s.split("=")[0].strip() for settings in RECENT_SETTINGS.values() for s in settings})
+        names = sorted({name for settings in RECENT_SETTINGS.values() for name in settings})
         _, rows = self.query("SELECT name FROM system.merge_tree_settings WHERE name IN {names:Array(String)}",
                              {"names": names})
         return {name for name, in rows}

@@ -208,8 +208,8 @@ def test_a_merge_setting_this_clickhouse_does_not_know_is_left_out(chdb_dsn, dat
     an older ClickHouse still takes Reveal's tables."""
     import sinks.clickhouse as clickhouse
 
-    monkeypatch.setitem(clickhouse.RECENT_SETTINGS, "frames", ("merge_selector_base = 20",
-                                                               "a_setting_no_clickhouse_has = 1"))
+    monkeypatch.setitem(clickhouse.RECENT_SETTINGS, "frames", {"merge_selector_base": 20,
+                                                               "a_setting_no_clickhouse_has": 1})
     writer = ClickHouseWriter(chdb_dsn, database)
     try:
         settings = writer.query("SELECT create_table_query FROM system.tables WHERE database = {d:String} "
