@@ -41,7 +41,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from stream_jobs.engine.calibration import Calibration, calibrated_limit, unseen_drift_widening
-from stream_jobs.engine.column_stats import column_nanmedians, column_quantiles
+from stream_jobs.engine.column_stats import column_nanmedians, column_quantiles, nanstd
 from stream_jobs.engine.kept_windows import KeptWindows
 from stream_jobs.engine.wander import trimmed, wander
 
@@ -152,7 +152,7 @@ class ChannelBands:
             warnings.simplefilter("ignore", RuntimeWarning)
             median = column_nanmedians(stats)
             low, high = column_quantiles(stats, [tail, 1 - tail])
-            spread = np.nanstd(trimmed(stats, trim / 2) if trim > 0 else stats, axis=0)
+            spread = nanstd(trimmed(stats, trim / 2) if trim > 0 else stats, axis=0)
         spread_floor = np.fmax(np.nan_to_num(spread), wander(stats, horizon_rows, independent_rows))
         unit = ndtri(1 - tail)
         above = np.fmax((high - median) / unit, spread_floor)

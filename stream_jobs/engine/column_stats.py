@@ -5,6 +5,9 @@ window statistics holds NaN in most of its few thousand columns (a spread or res
 value left out of the history while it departed); fitting one host's bands took ~80 ms that way. Here every column is
 sorted at once and numpy's own interpolation applied, so the result is numpy's to the bit. Its nanmedian does the
 same per column, and is replaced the same way.
+
+Means and standard deviations that skip NaN take numpy's plain ones where nothing is NaN, as most windows are: the
+same sums in the same order, so the same bits, in a third of nanstd's passes over the data.
 """
 
 from __future__ import annotations
@@ -51,3 +54,15 @@ def column_nanmedians(stats: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         middle = np.where(count % 2 == 1, low, (low + high) / 2.0)
     return np.where(count > 0, middle, np.nan)
+
+
+def nanmean(values: np.ndarray, axis: int) -> np.ndarray:
+    """np.nanmean(values, axis=axis) to the bit; numpy's plain mean where no value is NaN."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.nanmean(values, axis=axis) if np.isnan(values).any() else values.mean(axis=axis)
+
+
+def nanstd(values: np.ndarray, axis: int) -> np.ndarray:
+    """np.nanstd(values, axis=axis) to the bit; numpy's plain standard deviation where no value is NaN."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.nanstd(values, axis=axis) if np.isnan(values).any() else values.std(axis=axis)

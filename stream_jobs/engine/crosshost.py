@@ -18,6 +18,7 @@ import numpy as np
 
 from schemas.channels import AGENT_PREFIX
 from stream_jobs.engine.column_stats import column_nanmedians
+from stream_jobs.engine.detectors.zscore import capped
 from stream_jobs.engine.half_precision import Float16Rows
 # The MAD of a normal distribution is this fraction of its standard deviation.
 MAD_TO_SIGMA = 1.4826
@@ -121,7 +122,7 @@ def robust_z(matrix: np.ndarray, relative_floor: float = 0.01, absolute_floor: f
     scale = np.fmax(np.nan_to_num(spread), floor)
     with np.errstate(invalid="ignore", over="ignore"):
         z = (values - median) / scale
-    return np.clip(np.nan_to_num(z, nan=0.0), -Z_CAP, Z_CAP)
+    return capped(z, Z_CAP)
 
 
 class PeerComparator:

@@ -26,7 +26,9 @@ def dynamic_features(seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
     Non-finite samples are ignored. Skew and kurtosis are the biased Fisher moments; a constant channel has 0 skew,
     0 excess kurtosis, 0 acf1 and 0 stationarity; fewer than 3 samples give NaN for those four.
     """
-    signal = np.asarray(signal, dtype=np.float64)
+    # rows in order in memory: a column picked out of a window (signal[:, kept]) is laid out by column, and numpy's
+    # reductions down columns laid out that way take a loop per column, half again the time of the whole function
+    signal = np.ascontiguousarray(signal, dtype=np.float64)
     with np.errstate(all="ignore"):  # NaN marks what a window cannot tell; numpy need not say so too
         present, counts = _presence(signal)
         if len(signal) and present.all():

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stream_jobs.engine.column_stats import nanmean, nanstd
+
 
 # The least share of one half of the baseline's variance of a pruned signal that the line fitted on the other half
 # must explain for the residual to be watched.
@@ -65,7 +67,7 @@ class Residuals:
         residual = signal[:, self.dropped] - (self.intercept + self.slope * signal[:, self.representative])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(residual, axis=0), np.nanstd(residual, axis=0)
+            return nanmean(residual, axis=0), nanstd(residual, axis=0)
 
     def to_json(self) -> dict:
         return {"dropped": self.dropped.tolist(), "representative": self.representative.tolist(),

@@ -14,6 +14,7 @@ import json
 import re
 import warnings
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -160,9 +161,13 @@ def _rank_order(names: list[str], strength: np.ndarray, priority) -> np.ndarray:
 
 def priority_ranks(names, priority: tuple[tuple[str, int], ...] = DEFAULT_PRIORITY) -> np.ndarray:
     """Each name's lowest matching priority rank, UNRANKED where no pattern matches."""
-    patterns = [(re.compile(pattern), rank) for pattern, rank in priority]
-    return np.array([min((rank for p, rank in patterns if p.search(n)), default=UNRANKED) for n in names],
-                    dtype=np.int64)
+    return np.array([_priority_rank(name, priority) for name in names], dtype=np.int64)
+
+
+@lru_cache(maxsize=1 << 16)
+def _priority_rank(name: str, priority: tuple[tuple[str, int], ...]) -> int:
+    """One name's rank, kept: hosts of one kind share their names, and every fit ranks all of a host's channels."""
+    return min((rank for pattern, rank in priority if re.search(pattern, name)), default=UNRANKED)
 
 
 def _correlation_variance(strength: np.ndarray) -> np.ndarray:

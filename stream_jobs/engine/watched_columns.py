@@ -10,7 +10,7 @@ import numpy as np
 from schemas.channels import AGENT_PREFIX, MEM_TOTAL
 from stream_jobs.engine.attribution import subsystem_vote
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict
-from stream_jobs.engine.column_stats import column_nanmedians
+from stream_jobs.engine.column_stats import column_nanmedians, nanstd
 
 # A window's confirming statistic is the median of its parts' (see WatchedColumns._inner).
 CONFIRMING_PARTS = 3
@@ -157,7 +157,7 @@ class WatchedColumns:
         spread."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            spreads = np.nanstd(signal, axis=0)
+            spreads = nanstd(signal, axis=0)
         return np.concatenate([means, spreads, *self.residuals.summary(signal)])
 
     def _inner(self, signal: np.ndarray) -> np.ndarray | None:

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from stream_jobs.engine.column_stats import nanmean
 from stream_jobs.engine.detectors.state import check_state, decode_array, encode_array
 
 
@@ -41,7 +42,7 @@ class IsolationForestDetector:
             raise ValueError(f"baseline has shape {baseline.shape}; expected (windows ≥ 1, features)")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN feature is imputed with 0
-            self.mean = np.nan_to_num(np.nanmean(baseline, axis=0))
+            self.mean = np.nan_to_num(nanmean(baseline, axis=0))
         samples = _sample_count(self.max_samples, len(baseline))
         self.forest = grow_forest(self._impute(baseline), self.n_estimators, samples,
                                   np.random.default_rng(self.seed))

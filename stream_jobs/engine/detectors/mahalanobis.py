@@ -6,8 +6,9 @@ import warnings
 
 import numpy as np
 
+from stream_jobs.engine.column_stats import nanmean
 from stream_jobs.engine.detectors.state import check_state, decode_array, encode_array
-from stream_jobs.engine.detectors.zscore import Z_CAP
+from stream_jobs.engine.detectors.zscore import capped
 
 # A feature whose baseline spread is below this fraction of its level is constant and dropped.
 SPREAD_FLOOR = 1e-9
@@ -58,7 +59,7 @@ class MahalanobisPCADetector:
         baseline = np.asarray(baseline, dtype=np.float64)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN feature has no mean and is dropped
-            self.mean = np.nanmean(baseline, axis=0)
+            self.mean = nanmean(baseline, axis=0)
         self.spread = np.where(np.isnan(baseline), self.mean, baseline).std(axis=0)
         self.kept = np.isfinite(self.mean) & (self.spread > SPREAD_FLOOR * np.fmax(1.0, np.abs(self.mean)))
         standardised = self._standardise(baseline)
@@ -103,7 +104,7 @@ class MahalanobisPCADetector:
             raise RuntimeError("MahalanobisPCADetector.score called before fit")
         mean, spread = self.mean[self.kept], self.spread[self.kept]
         deviation = (windows[:, self.kept] - mean) / spread
-        return np.clip(np.nan_to_num(deviation, nan=0.0), -Z_CAP, Z_CAP)
+        return capped(deviation)
 
     def _whiten(self, standardised: np.ndarray) -> np.ndarray:
         """Symmetric whitening: each component divided by its spread, the rest by the noise spread, rotated back.

@@ -1,5 +1,5 @@
 """Order statistics of every column at once: numpy's nanquantile and nanmedian to the bit, NaN and infinities
-included."""
+included; and means and spreads that skip NaN, numpy's to the bit whether or not a value is NaN."""
 
 import warnings
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from stream_jobs.engine.column_stats import column_nanmedians, column_quantiles
+from stream_jobs.engine.column_stats import column_nanmedians, column_quantiles, nanmean, nanstd
 
 VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64), st.sampled_from([0.0, 1.0, 5.0]))
 
@@ -56,3 +56,16 @@ def test_a_column_with_no_value_has_no_median_and_says_nothing():
         warnings.simplefilter("error")
         medians = column_nanmedians(stats)
     assert np.isnan(medians[0]) and medians[1] == 2.5
+
+
+@settings(max_examples=300, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 40), st.integers(1, 12)),
+              elements=st.one_of(st.floats(-1e150, 1e150), st.sampled_from([np.nan, 0.0, 1e-300, 7.0]))),
+       st.sampled_from([0, 1]))
+def test_means_and_spreads_that_skip_nan_are_numpy_s_own(values, axis):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        wanted_mean, wanted_std = np.nanmean(values, axis=axis), np.nanstd(values, axis=axis)
+        got_mean, got_std = nanmean(values, axis), nanstd(values, axis)
+    assert np.array_equal(got_mean, wanted_mean, equal_nan=True)
+    assert np.array_equal(got_std, wanted_std, equal_nan=True)

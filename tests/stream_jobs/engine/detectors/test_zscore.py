@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from stream_jobs.engine.detectors.zscore import Z_CAP, ZScoreDetector
+from stream_jobs.engine.detectors.zscore import Z_CAP, ZScoreDetector, capped
 
 
 def baseline(seed=0):
@@ -69,3 +69,9 @@ def test_state_restores_mean_and_scale_including_missing_baselines():
     np.testing.assert_array_equal(restored.mean, detector.mean)
     np.testing.assert_array_equal(restored.scale, detector.scale)
     assert restored.relative_floor == 1e-2 and restored.fitted and not ZScoreDetector().fitted
+
+
+def test_capping_is_numpy_s_clip_of_nan_to_num_to_the_bit():
+    z = np.array([np.nan, np.inf, -np.inf, 1e308, -3.5, 0.0, 49.999, 50.0, 51.0, -1e-320])
+    assert np.array_equal(capped(z), np.clip(np.nan_to_num(z, nan=0.0), -Z_CAP, Z_CAP))
+    assert np.array_equal(capped(z, 1_000.0), np.clip(np.nan_to_num(z, nan=0.0), -1_000.0, 1_000.0))
