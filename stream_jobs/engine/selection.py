@@ -150,7 +150,7 @@ def _correlation(signal: np.ndarray, finite: np.ndarray) -> np.ndarray:
         warnings.simplefilter("ignore", RuntimeWarning)
         filled = np.where(finite, signal, np.nanmean(np.where(finite, signal, np.nan), axis=0))
         correlation = np.atleast_2d(np.corrcoef(filled, rowvar=False))
-    return np.nan_to_num(correlation, nan=0.0)
+    return np.where(np.isnan(correlation), 0.0, correlation)  # corrcoef clips to ±1, so NaN is all to replace
 
 
 def _rank_order(names: list[str], strength: np.ndarray, priority) -> np.ndarray:
