@@ -102,8 +102,8 @@ class MahalanobisPCADetector:
         """Kept features in baseline units, missing values at the baseline mean, capped like the z-score detector."""
         if self.mean is None:
             raise RuntimeError("MahalanobisPCADetector.score called before fit")
-        mean, spread = self.mean[self.kept], self.spread[self.kept]
-        deviation = (windows[:, self.kept] - mean) / spread
+        kept = slice(None) if self.kept.all() else self.kept  # all of them, as usual: no copy of each
+        deviation = (windows[:, kept] - self.mean[kept]) / self.spread[kept]
         return capped(deviation)
 
     def _whiten(self, standardised: np.ndarray) -> np.ndarray:
