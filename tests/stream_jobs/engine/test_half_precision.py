@@ -121,13 +121,31 @@ def test_widening_recodes_the_rows_kept_exactly_as_coding_each_row_anew_would():
     kept = Float16Rows(64)
     kept.restart(rows[:20])
     unit_before = kept._unit.copy()
-    coded_before = [row.copy() for row in kept._rows]
+    coded_before = list(kept.coded())
     drifted = rows[20].copy()
     drifted[[0, 3]] += SPREADS[[0, 3]] * FLOAT16_REACH * np.array([5.0, -300.0])
     kept.append(drifted)
     factor = (kept._unit / unit_before).astype(np.float64)
     assert factor[[0, 3]].min() > 1 and (factor[[1, 2, 4, 5]] == 1).all()
     expected = [(row / factor).astype(np.float16) for row in coded_before]
-    for got, want in zip(list(kept._rows)[:20], expected):
+    for got, want in zip(list(kept.coded())[:20], expected):
         assert got.dtype == np.float16 and got.tobytes() == want.tobytes()
-    assert all(row.base is None for row in kept._rows), "each row holds its own memory"
+
+
+def test_once_full_each_row_kept_takes_the_place_of_the_oldest_also_through_a_widening():
+    """The rows kept are the last `capacity`, oldest first, after the ring has wrapped; a widening then recodes
+    every one of them, wherever it lies in the ring, as coding it anew would."""
+    rows = _rows(4, 50)
+    kept = Float16Rows(8)
+    kept.restart(rows[:3])
+    for row in rows[3:45]:
+        kept.append(row)
+    assert len(kept) == 8 and _error_in_spreads(kept.windows(), rows[37:45]).max() < 2e-3
+    unit_before, coded_before = kept._unit.copy(), kept.coded()
+    drifted = rows[45].copy()
+    drifted[2] += SPREADS[2] * FLOAT16_REACH * 9.0
+    kept.append(drifted)
+    factor = (kept._unit / unit_before).astype(np.float64)
+    assert factor[2] > 1 and len(kept) == 8
+    assert kept.coded()[:7].tobytes() == (coded_before[1:] / factor).astype(np.float16).tobytes()
+    assert kept.bytes_to_fill(6) == 0
