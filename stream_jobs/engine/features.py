@@ -26,8 +26,8 @@ def dynamic_features(seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
     Non-finite samples are ignored. Skew and kurtosis are the biased Fisher moments; a constant channel has 0 skew,
     0 excess kurtosis, 0 acf1 and 0 stationarity; fewer than 3 samples give NaN for those four.
     """
-    # rows in order in memory: a column picked out of a window (signal[:, kept]) is laid out by column, and numpy's
-    # reductions down columns laid out that way take a loop per column, half again the time of the whole function
+    # in row order: columns picked out of a window (signal[:, kept]) come laid out by column, and numpy reduces
+    # such an array down its columns one column at a time, which cost the whole function half as much again
     signal = np.ascontiguousarray(signal, dtype=np.float64)
     with np.errstate(all="ignore"):  # NaN marks what a window cannot tell; numpy need not say so too
         present, counts = _presence(signal)

@@ -102,7 +102,7 @@ class MahalanobisPCADetector:
         """Kept features in baseline units, missing values at the baseline mean, capped like the z-score detector."""
         if self.mean is None:
             raise RuntimeError("MahalanobisPCADetector.score called before fit")
-        kept = slice(None) if self.kept.all() else self.kept  # all of them, as usual: no copy of each
+        kept = slice(None) if self.kept.all() else self.kept  # every feature, as usual: nothing is copied
         deviation = (windows[:, kept] - self.mean[kept]) / self.spread[kept]
         return capped(deviation)
 
