@@ -88,16 +88,18 @@ class DetectorEnsemble:
         """Learn a new baseline, e.g. the recent windows that were not flagged; replaces detectors and thresholds."""
         return self.fit(baseline)
 
-    def scores(self, windows: np.ndarray) -> np.ndarray:
-        """(windows, detectors) scores, detectors in `names` order."""
+    def scores(self, windows: np.ndarray, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """(windows, detectors) scores, detectors in `names` order; `known` holds the scores of the windows that
+        a caller already has, by detector name."""
         if not self.fitted:
             raise RuntimeError("DetectorEnsemble.scores called before fit")
-        windows = np.asarray(windows, dtype=np.float64)
-        return np.column_stack([detector.score(windows) for detector in self.detectors])
+        windows, known = np.asarray(windows, dtype=np.float64), known or {}
+        return np.column_stack([known[detector.name] if detector.name in known else detector.score(windows)
+                                for detector in self.detectors])
 
-    def judge(self, windows: np.ndarray) -> list[EnsembleVerdict]:
-        """One verdict per window, in order."""
-        scores = self.scores(windows)
+    def judge(self, windows: np.ndarray, known: dict[str, np.ndarray] | None = None) -> list[EnsembleVerdict]:
+        """One verdict per window, in order (`known`: as in `scores`)."""
+        scores = self.scores(windows, known)
         thresholds = np.broadcast_to([threshold.threshold for threshold in self.thresholds], scores.shape)
         ratios = scores / np.fmax(thresholds, THRESHOLD_FLOOR)
         exceeded = scores > thresholds

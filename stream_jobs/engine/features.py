@@ -12,6 +12,11 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
+try:
+    from stream_jobs.engine import _window_features
+except ImportError:  # built by `pip install`; without it numpy computes every window, only slower
+    _window_features = None
+
 DYNAMIC_FEATURES = ("mean", "std", "min", "max", "skew", "kurtosis", "slope", "acf1", "stationarity")
 EVENT_FEATURES = ("sum", "bursts", "max")
 DYNAMIC_KINDS = ("gauge", "counter", "derived")
@@ -24,8 +29,20 @@ def dynamic_features(seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
     """DYNAMIC_FEATURES of each channel over one window: (n, c) samples at `seconds` → (c, 9).
 
     Non-finite samples are ignored. Skew and kurtosis are the biased Fisher moments; a constant channel has 0 skew,
-    0 excess kurtosis, 0 acf1 and 0 stationarity; fewer than 3 samples give NaN for those four.
+    0 excess kurtosis, 0 acf1 and 0 stationarity; fewer than 3 samples give NaN for those four. A window of finite
+    samples is computed by the compiled kernel where it was built (a tenth of the time), any other by numpy.
     """
+    signal = np.asarray(signal, dtype=np.float64)
+    if _window_features is not None and signal.ndim == 2 and len(signal) >= _MIN_SAMPLES_FOR_SHAPE:
+        t_centred = np.asarray(seconds, dtype=np.float64) - np.mean(seconds)
+        features = np.empty((signal.shape[1], len(DYNAMIC_FEATURES)))
+        if _window_features.dynamic_features(signal, t_centred, float((t_centred ** 2).sum()), features):
+            return features
+    return dynamic_features_in_numpy(seconds, signal)
+
+
+def dynamic_features_in_numpy(seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
+    """`dynamic_features` in numpy alone: any window, missing samples included."""
     # in row order: columns picked out of a window (signal[:, kept]) come laid out by column, and numpy reduces
     # such an array down its columns one column at a time, which cost the whole function half as much again
     signal = np.ascontiguousarray(signal, dtype=np.float64)
@@ -49,9 +66,21 @@ def dynamic_features(seconds: np.ndarray, signal: np.ndarray) -> np.ndarray:
 def event_features(increments: np.ndarray) -> np.ndarray:
     """EVENT_FEATURES of each event counter: (n, c) per-step increments → (c, 3); NaN steps are skipped over.
 
-    A burst is a maximal run of steps with a positive increment; a NaN step neither ends nor starts one.
+    A burst is a maximal run of steps with a positive increment; a NaN step neither ends nor starts one. Computed by
+    the compiled kernel where it was built, else by numpy.
     """
     increments = np.asarray(increments, dtype=np.float64)
+    if _window_features is not None and increments.ndim == 2:
+        features = np.empty((increments.shape[1], len(EVENT_FEATURES)))
+        _window_features.event_features(increments, features)
+        return features
+    return event_features_in_numpy(increments)
+
+
+def event_features_in_numpy(increments: np.ndarray) -> np.ndarray:
+    """`event_features` in numpy alone; in row order, as `dynamic_features`, so that totals are summed down each
+    column in order however the window was cut."""
+    increments = np.ascontiguousarray(increments, dtype=np.float64)
     present, counts = _presence(increments)
     with np.errstate(over="ignore"):  # a total beyond float range is inf, which is what it is
         total = np.where(present, increments, 0.0).sum(axis=0)

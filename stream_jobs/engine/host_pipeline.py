@@ -158,7 +158,9 @@ class HostPipeline(WatchedColumns):
         if not self.baseline_ready:
             return self._learn(window, seconds, signal, means, learn)
         features = self.layout.compute(seconds, signal[:, self.kept])
-        verdict = self.ensemble.judge(features[None, :])[0]
+        zscore, batch = self.ensemble.detectors[0], features[None, :]
+        z = zscore.z(batch)  # attribution's too: computed once
+        verdict = self.ensemble.judge(batch, {zscore.name: zscore.score_of_z(z)})[0]
         watched = self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
         self._window_starts.append(int(window.timestamps_ns[0]))
         paper = self.settings.mode == "paper"
@@ -166,12 +168,11 @@ class HostPipeline(WatchedColumns):
         flagged = multivariate if paper else watched.flagged or multivariate
         watched = watched.silenced() if paper else watched
         refitted = self._remember(features, flagged)
-        z = self.ensemble.detectors[0].z(features[None, :])[0]
         explain = flagged or self.settings.explain_all
         named = self._subsystem(watched) if watched.flagged else ""
         evidence = self._watch_evidence(means, watched) if watched.flagged else ()
         if not evidence and explain:
-            evidence = self._evidence(features, z)
+            evidence = self._evidence(features, z[0])
         subsystem = named if watched.flagged else \
             (dominant_subsystem(list(evidence), self.subsystem_of) if evidence and flagged else "")
         top = self._lead(evidence, subsystem) if evidence and flagged else None
@@ -181,7 +182,7 @@ class HostPipeline(WatchedColumns):
             watched.severity if watched.flagged else verdict.severity, 1.0, flagged, detectors, subsystem,
             claim(top) if top else ("window departs from its baseline" if flagged else ""), evidence,
             {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
-            top.explanation if top else "", refitted, means, self._context(signal, window, z), watched,
+            top.explanation if top else "", refitted, means, self._context(signal, window, z[0]), watched,
             self.ranked_channels(watched) if flagged else ())
 
     def _lead(self, evidence: tuple[Contribution, ...], subsystem: str) -> Contribution:

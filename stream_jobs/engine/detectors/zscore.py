@@ -50,9 +50,14 @@ class ZScoreDetector:
         return np.clip((windows - self.mean) / self.scale, -Z_CAP, Z_CAP)
 
     def score(self, windows: np.ndarray) -> np.ndarray:
+        return self.score_of_z(self.z(windows))
+
+    @staticmethod
+    def score_of_z(z: np.ndarray) -> np.ndarray:
+        """The windows' scores from their `z`, for a caller that needs both and computes z once."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            scores = nanmean(np.abs(self.z(windows)), axis=1)
+            scores = nanmean(np.abs(z), axis=1)
         return np.where(np.isnan(scores), 0.0, scores)  # a mean of capped values is finite or NaN
 
     def contributions(self, windows: np.ndarray) -> np.ndarray:

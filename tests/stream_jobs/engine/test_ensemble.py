@@ -152,3 +152,16 @@ def test_loading_fitting_up_front_loads_what_a_first_fit_would():
               "load_fitting()\nassert {'scipy.stats', 'scipy.optimize'} <= set(sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_scores_a_caller_already_has_are_taken_as_they_are(calibrated):
+    """The pipeline computes the z-scores once, for the verdict and for attribution: the verdict is the same as the
+    ensemble's own, and a score handed in is the one judged."""
+    judged = shifted(9, count=20)
+    zscore = calibrated.detectors[NAMES.index("zscore")]
+    known = {"zscore": zscore.score_of_z(zscore.z(judged))}
+    assert calibrated.judge(judged, known) == calibrated.judge(judged)
+    np.testing.assert_array_equal(known["zscore"], zscore.score(judged))
+    silenced = calibrated.scores(judged, {"zscore": np.zeros(len(judged))})
+    assert (silenced[:, NAMES.index("zscore")] == 0).all()
+    np.testing.assert_array_equal(silenced[:, 1:], calibrated.scores(judged)[:, 1:])

@@ -6,8 +6,10 @@ import scipy.stats
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
+from stream_jobs.engine import features as features_module
 from stream_jobs.engine.features import (DYNAMIC_FEATURES, EVENT_FEATURES, dynamic_features,
-                                         event_features, feature_layout)
+                                         dynamic_features_in_numpy, event_features, event_features_in_numpy,
+                                         feature_layout)
 
 SECONDS = np.arange(30) * 0.1
 COLUMN = {name: i for i, name in enumerate(DYNAMIC_FEATURES)}
@@ -257,3 +259,53 @@ def test_a_window_laid_out_by_column_gets_the_features_of_the_same_window_laid_o
     seconds = np.arange(30) * 0.1
     assert by_column.strides[0] == 8
     assert np.array_equal(dynamic_features(seconds, by_column), dynamic_features(seconds, window), equal_nan=True)
+
+
+def test_the_compiled_kernel_is_built_where_the_scanner_is():
+    """`pip install` builds both extensions with the same compiler: a host with the agent's scanner and without the
+    engine's kernel was installed wrongly, and its workers would be several times slower."""
+    from producers.fast_read.scanned_layout import scanner_available
+    assert (features_module._window_features is not None) == scanner_available()
+
+
+# windows as a host sends them: levels of any size, noise of any share of them, some flat channels, some missing
+window_shapes = st.tuples(st.integers(0, 40), st.integers(2, 12))
+
+
+@st.composite
+def windows(draw, missing: bool = True):
+    samples, channels = draw(window_shapes)
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    levels = rng.normal(size=channels) * 10.0 ** rng.integers(-3, 13, size=channels)
+    noise = rng.normal(size=(samples, channels)) * 10.0 ** rng.integers(-6, 9, size=channels)
+    window = levels + noise * (rng.random(channels) > 0.2)
+    if draw(st.booleans()):
+        window = np.round(window)
+    if missing and draw(st.booleans()):
+        window[rng.random((samples, channels)) < draw(st.floats(0, 0.5))] = draw(st.sampled_from([np.nan, np.inf]))
+    return np.asfortranarray(window) if draw(st.booleans()) else window
+
+
+@settings(max_examples=300, deadline=None)
+@given(windows())
+def test_the_compiled_kernel_gives_numpys_features_to_the_bit(window):
+    """The kernel adds in numpy's order (down each column of a window of two or more channels), so replacing one by
+    the other never changes a verdict; a window with a missing sample is numpy's to compute."""
+    seconds = 1.7e9 + 0.1 * np.arange(len(window))
+    assert np.array_equal(dynamic_features(seconds, window), dynamic_features_in_numpy(seconds, window),
+                          equal_nan=True)
+    increments = np.abs(window) / 1e6
+    assert np.array_equal(event_features(increments), event_features_in_numpy(increments), equal_nan=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(windows(missing=False))
+def test_the_compiled_kernel_agrees_with_numpy_on_one_channel_to_rounding(window):
+    """numpy sums a single column pairwise, the kernel in order: the same features to rounding error."""
+    column = window[:, :1]
+    seconds = 1.7e9 + 0.1 * np.arange(len(window))
+    compiled, in_numpy = dynamic_features(seconds, column), dynamic_features_in_numpy(seconds, column)
+    assert np.array_equal(np.isnan(compiled), np.isnan(in_numpy))
+    well_conditioned = compiled[:, COLUMN["std"]] > 1e-6 * np.abs(compiled[:, COLUMN["mean"]])
+    np.testing.assert_allclose(compiled[well_conditioned], in_numpy[well_conditioned], rtol=1e-6, atol=1e-9)
