@@ -48,7 +48,7 @@ static int channel_features(const double *x, Py_ssize_t stride, Py_ssize_t n, co
         if (i) lagged += previous * centred;
         previous = centred;
     }
-    double variance = energy / (double)n, spread = sqrt(variance), cubed = pow(spread, 3.0);
+    double variance = energy / (double)n, spread = sqrt(variance), cubed = variance * spread;
     int flat = low == high;
     double slope = t_energy > 0 ? trend / t_energy * scale : NAN;
     double gap = fabs(first_half / (double)half - second_half / (double)(n - half));

@@ -233,7 +233,9 @@ def _shape(scaled, centred, squared, present, counts, variance, flat) -> np.ndar
     """Skew, excess kurtosis, acf1 and stationarity per channel (c, 4); NaN below three samples."""
     spread = np.sqrt(variance)
     energy = squared.sum(axis=0)
-    shape = np.column_stack([_standardised_moment(_column_dot(squared, centred), spread ** 3, counts, flat),
+    # σ³ as a product: numpy's float power is its own code on CPUs with AVX-512 and libm's elsewhere, which round
+    # differently, and a window must be judged the same on every host and by the compiled kernel
+    shape = np.column_stack([_standardised_moment(_column_dot(squared, centred), variance * spread, counts, flat),
                              _standardised_moment(_column_dot(squared, squared), variance * variance, counts, flat,
                                                   excess=3.0),
                              _acf1(centred, energy, present, flat), _stationarity(scaled, present, spread, flat)])

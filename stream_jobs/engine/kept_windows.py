@@ -20,6 +20,15 @@ import numpy as np
 
 from stream_jobs.engine.half_precision import column_units, widening
 
+FLOAT64_MAX = np.finfo(np.float64).max
+
+
+def steps_as_float64(coded: np.ndarray) -> np.ndarray:
+    """Float16 steps as float64, unknown ones as 0: np.nan_to_num's values, without its cost on every window."""
+    steps = coded.astype(np.float64)
+    steps[np.isnan(steps)] = 0.0
+    return np.clip(steps, -FLOAT64_MAX, FLOAT64_MAX, out=steps)
+
 
 class KeptWindows:
     """The last `history_rows` windows for refits (departed columns as NaN) and, among them, the last
@@ -34,12 +43,13 @@ class KeptWindows:
         self._sum = np.zeros(0)  # the kept steps summed: the newest row is base + unit · sum
 
     def seed(self, baseline: np.ndarray) -> None:
-        """Start from the baseline's rows: part of the history, none of them recent; their spread gives the units."""
+        """Start from the baseline's rows: the last of them are the history, none of them recent; the spread of
+        them all gives the units. Rows older than the history could hold are not kept even for a moment."""
         baseline = np.asarray(baseline, dtype=np.float64)
         self._rows.clear()
         self._base, self._judged = None, 0
         self._unit = column_units(baseline)[1] if len(baseline) else None
-        for row in baseline:
+        for row in baseline[max(0, len(baseline) - self._rows.maxlen):]:
             self._keep(row, None)
 
     def remember(self, values: np.ndarray, departing: np.ndarray) -> None:
@@ -88,7 +98,7 @@ class KeptWindows:
             self._widen(factor)
             steps = (values - (self._base + self._unit * self._sum)) / self._unit
         coded = steps.astype(np.float16)
-        self._sum += np.nan_to_num(coded.astype(np.float64))
+        self._sum += steps_as_float64(coded)
         self._rows.append((coded, departed))
 
     def _drop_oldest(self) -> None:
@@ -96,7 +106,7 @@ class KeptWindows:
         self._rows.popleft()
         if not self._rows:
             return
-        second = np.nan_to_num(self._rows[0][0].astype(np.float64))
+        second = steps_as_float64(self._rows[0][0])
         self._base = self._base + self._unit * second
         self._sum -= second
         self._rows[0] = (np.where(np.isnan(self._rows[0][0]), np.nan, 0.0).astype(np.float16), self._rows[0][1])
