@@ -18,16 +18,15 @@ from collections import deque
 
 import numpy as np
 
+from stream_jobs.engine.detectors.zscore import capped
 from stream_jobs.engine.half_precision import column_units, widening
 
 FLOAT64_MAX = np.finfo(np.float64).max
 
 
 def steps_as_float64(coded: np.ndarray) -> np.ndarray:
-    """Float16 steps as float64, unknown ones as 0: np.nan_to_num's values, without its cost on every window."""
-    steps = coded.astype(np.float64)
-    steps[np.isnan(steps)] = 0.0
-    return np.clip(steps, -FLOAT64_MAX, FLOAT64_MAX, out=steps)
+    """Float16 steps as float64, unknown ones as 0, infinities as the largest float: np.nan_to_num's values."""
+    return capped(coded.astype(np.float64), FLOAT64_MAX)
 
 
 class KeptWindows:
