@@ -124,7 +124,8 @@ class ClickHouseWriter:
             raise StorageError(f"max_pending_rows is {max_pending_rows}; expected at least 1")
         self.dsn, self.database, self.max_pending_rows = dsn, database, max_pending_rows
         self.client = connect(dsn)
-        self._merge_priority = MergeThreadPriority() if check_dsn(dsn) == "chdb" else None
+        self.embedded = check_dsn(dsn) == "chdb"
+        self._merge_priority = MergeThreadPriority() if self.embedded else None
         self.stats = WriterStats()
         self._lock = threading.Lock()
         self._client_lock = threading.Lock()  # one statement at a time on the client (a live page queries it too)
@@ -177,6 +178,14 @@ class ClickHouseWriter:
         """Queue rows for the next flush (thread-safe)."""
         with self._lock:
             self._pending[table].extend(rows)
+
+    def embedded_memory_bytes(self) -> int | None:
+        """The memory an embedded ClickHouse (chDB) tracks for itself inside this process: its merges, inserts and
+        caches; None for a server, whose memory is its own process's."""
+        if not self.embedded:
+            return None
+        _, rows = self.query("SELECT value FROM system.metrics WHERE metric = 'MemoryTracking'")
+        return int(rows[0][0]) if rows else None
 
     def pending_rows(self) -> int:
         with self._lock:

@@ -90,6 +90,9 @@ class ClickHouseLanding:
     def is_full(self) -> bool:
         return self.writer.is_full()
 
+    def embedded_memory_bytes(self) -> int | None:
+        return self.writer.embedded_memory_bytes()
+
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
         """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again."""
         _, rows = self.writer.query(SAVED_BASELINE_SQL, {"host": host, "version": catalog_version})

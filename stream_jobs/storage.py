@@ -37,6 +37,10 @@ class ResultStore(Protocol):
     def rows_written(self) -> Mapping[str, int]:
         """Rows written so far, per table."""
 
+    def embedded_memory_bytes(self) -> int | None:
+        """Memory an embedded database holds inside this process (a worker's own figure leaves it out); None when
+        the database runs elsewhere."""
+
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
         """The latest baseline stored for this host and catalog version, if any."""
 

@@ -102,7 +102,9 @@ class PipelineBench:
         if not self.lag.wait_until_stable(self.settings.workers):
             raise RuntimeError(f"the workers did not join group {self.group}; log:\n{self.workers[0].log_tail()}")
         time.sleep(3.0)  # let the idle workers settle before their memory is taken as the floor
-        self.result.idle_rss_bytes = sum(sample.rss_bytes for sample in snapshot(self.workers))
+        idle = snapshot(self.workers)
+        self.result.idle_rss_bytes = sum(sample.rss_bytes for sample in idle)
+        self.result.idle_embedded_bytes = sum(sample.embedded_storage_bytes for sample in idle)
 
     def _measure(self, producer, go, results) -> None:
         """Replay while sampling; CPU and memory are taken over the steady part, from its start to the replay's end."""
@@ -123,9 +125,13 @@ class PipelineBench:
         finally:
             memory.stop()
         last_workers, last_replayer = snapshot(self.workers), _cpu_seconds(replayer)
-        rss = [bytes_ for _, bytes_ in memory.samples]
+        rss = [bytes_ for _, bytes_, _ in memory.samples]
         (self.result.steady_rss_bytes, self.result.end_rss_bytes, self.result.median_rss_bytes,
          self.result.peak_rss_bytes) = rss_summary(rss)
+        embedded = [bytes_ for _, _, bytes_ in memory.samples]
+        own = [max(total - part, 0) for total, part in zip(rss, embedded)]
+        *_, self.result.median_own_bytes, self.result.peak_own_bytes = rss_summary(own)
+        self.result.median_embedded_bytes = rss_summary(embedded)[2]
         self.result.rss_floor_growth_percent = rss_floor_growth_percent(rss)
         self.result.worker_cpu_percent = cpu_percent(first_workers, last_workers)
         self.result.producer_cpu_percent = 100 * (last_replayer - first_replayer) / (time.time() - first_at)

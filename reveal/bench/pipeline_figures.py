@@ -70,11 +70,21 @@ class PipelineBenchResult:
     median_rss_bytes: int = 0  # over the steady part
     rss_floor_growth_percent: float = float("nan")  # growth of the floor, what transient peaks do not explain
     peak_rss_bytes: int = 0
+    # the same without what the workers' embedded ClickHouse tracks for itself (a worker writing to a server holds
+    # none of it): idle, median and peak over the steady part
+    idle_embedded_bytes: int = 0
+    median_own_bytes: int = 0
+    peak_own_bytes: int = 0
+    median_embedded_bytes: int = 0
     kafka_bytes: float = float("nan")
     clickhouse_bytes: float = float("nan")
     replay: ReplayReport = field(default_factory=ReplayReport)
     profile: ProfileSummary | None = None
     worker_exit_codes: list[int] = field(default_factory=list)
+
+    @property
+    def idle_own_bytes(self) -> int:
+        return max(self.idle_rss_bytes - self.idle_embedded_bytes, 0)
 
     @property
     def channel_samples(self) -> int:
@@ -108,10 +118,13 @@ class PipelineBenchResult:
                 "worker_rss_growth_percent_over_steady_part": rss_growth_percent(self.steady_rss_bytes,
                                                                                  self.end_rss_bytes),
                 "worker_rss_floor_growth_percent_over_steady_part": self.rss_floor_growth_percent,
-                "memory_mb_per_host": memory_per_host(self.idle_rss_bytes, self.median_rss_bytes,
+                "embedded_clickhouse_median_mb": self.median_embedded_bytes / 2**20,
+                "memory_mb_per_host": memory_per_host(self.idle_own_bytes, self.median_own_bytes,
                                                       self.settings.hosts) / 2**20,
-                "memory_mb_per_host_at_peak": memory_per_host(self.idle_rss_bytes, self.peak_rss_bytes,
+                "memory_mb_per_host_at_peak": memory_per_host(self.idle_own_bytes, self.peak_own_bytes,
                                                               self.settings.hosts) / 2**20,
+                "memory_mb_per_host_with_embedded_clickhouse": memory_per_host(
+                    self.idle_rss_bytes, self.median_rss_bytes, self.settings.hosts) / 2**20,
                 "kafka_bytes_per_channel_sample": self.kafka_bytes / max(self.channel_samples, 1),
                 "clickhouse_bytes_per_channel_sample": self.clickhouse_bytes / max(channels * self.frames_stored, 1)}
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import abc
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,19 +26,50 @@ from schemas.records import decode_alert, decode_anomaly
 from schemas.topics import TopicNames
 
 
+EMBEDDED_CLICKHOUSE_GAUGE = "reveal_worker_embedded_clickhouse_memory_bytes"
+
+
 @dataclass(frozen=True)
 class ProcessSample:
-    """One worker process at one instant: CPU seconds so far (its children included) and resident memory."""
+    """One worker process at one instant: CPU seconds so far (its children included), resident memory, and of that
+    what its embedded ClickHouse tracks for itself (0 when unknown)."""
 
     at: float
     cpu_s: float
     rss_bytes: int
+    embedded_storage_bytes: int = 0
+
+    @property
+    def own_bytes(self) -> int:
+        """Resident memory without the embedded ClickHouse's: what the worker holds where it writes to a server."""
+        return max(self.rss_bytes - self.embedded_storage_bytes, 0)
 
 
-def sample_process(process: psutil.Process) -> ProcessSample:
+def sample_process(process: psutil.Process, embedded_storage_bytes: int = 0) -> ProcessSample:
     times = process.cpu_times()
     cpu = times.user + times.system + times.children_user + times.children_system
-    return ProcessSample(time.time(), cpu, process.memory_info().rss)
+    return ProcessSample(time.time(), cpu, process.memory_info().rss, embedded_storage_bytes)
+
+
+def scraped_gauge(url: str, name: str, timeout_s: float = 1.0) -> float | None:
+    """The value of an unlabelled-or-labelled gauge on a Prometheus text page (the first series of it); None when the
+    page cannot be read or has no such series."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            page = response.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in page.splitlines():
+        if line.startswith(name) and line[len(name):len(name) + 1] in ("{", " "):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 class WorkerProcess:
@@ -47,9 +80,11 @@ class WorkerProcess:
         self.folder = folder
         self.dsn = f"chdb://{folder / 'clickhouse'}"
         self.log_path = folder / "worker.log"
+        port = free_port()
+        self.metrics_url = f"http://127.0.0.1:{port}/metrics"
         command = [sys.executable, "-m", "reveal.cli", "--log-level", "INFO", "worker", "--bootstrap", bootstrap,
                    "--topic-prefix", prefix, "--group", group, "--clickhouse", self.dsn,
-                   "--warmup-windows", str(warmup_windows)]
+                   "--warmup-windows", str(warmup_windows), "--metrics-listen", f"127.0.0.1:{port}"]
         # its own HOME keeps the worker's Faust state folder inside the benchmark's temporary folder
         environment = {**os.environ, "HOME": str(folder), "PYTHONUNBUFFERED": "1"}
         with open(self.log_path, "wb") as log:
@@ -62,7 +97,9 @@ class WorkerProcess:
         return self.popen.pid
 
     def sample(self) -> ProcessSample:
-        return sample_process(self.process)
+        """CPU and memory now, with the embedded ClickHouse's share of the memory from the worker's /metrics."""
+        embedded = scraped_gauge(self.metrics_url, EMBEDDED_CLICKHOUSE_GAUGE)
+        return sample_process(self.process, int(embedded or 0))
 
     def stop(self, timeout_s: float = 60.0) -> int:
         """Stop it as an operator would (SIGTERM: incidents closed, rows written); kill it if it hangs."""
@@ -110,17 +147,19 @@ class PeriodicProbe(abc.ABC):
 
 
 class MemoryProbe(PeriodicProbe):
-    """The workers' resident memory together, every second: one sample swings by ±150 MB with chDB's merges and
-    the allocator, so the benchmark reads medians and the peak."""
+    """The workers' resident memory together, every second, and of it what their embedded ClickHouse tracks: one
+    sample swings by ±150 MB with chDB's merges and the allocator, so the benchmark reads medians and the peak."""
 
     def __init__(self, workers: list[WorkerProcess], every_s: float = 1.0):
         super().__init__("memory-probe", every_s)
         self.workers = workers
-        self.samples: list[tuple[float, int]] = []  # (wall time, bytes)
+        self.samples: list[tuple[float, int, int]] = []  # (wall time, resident bytes, embedded ClickHouse's bytes)
 
     def sample(self) -> None:
         try:
-            self.samples.append((time.time(), sum(sample.rss_bytes for sample in snapshot(self.workers))))
+            samples = snapshot(self.workers)
+            self.samples.append((time.time(), sum(sample.rss_bytes for sample in samples),
+                                 sum(sample.embedded_storage_bytes for sample in samples)))
         except psutil.Error:
             self._stop.set()  # a worker exited; what was sampled stands
 

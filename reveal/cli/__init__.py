@@ -7,6 +7,7 @@ import logging
 import sys
 
 from stream_jobs.allocator import tune_allocator
+from stream_jobs.blas_threads import limit_blas_threads
 from reveal.cli.config import CONFIG_ENV, env_name, settle
 from reveal.cli import (agent, alerts, bench, channels, collect, compare_windows, detect, lab, report, run, sql,
                         worker)
@@ -100,6 +101,7 @@ def installed_version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     tune_allocator()
+    limit_blas_threads()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr,

@@ -77,7 +77,8 @@ def _register_pipeline(benches) -> None:
                     "storage trails publication and whether the workers keep up, the "
                     "consumer group's commit lag, worker CPU, worker memory per "
                     "tracked host (growth over idle workers: the median of per-second samples over the steady part, "
-                    "and its peak), how much worker memory grew over the steady part (median of its last fifth "
+                    "and its peak; without the memory the workers' embedded ClickHouse tracks for itself, read from "
+                    "their /metrics, since a fleet's workers write to a ClickHouse server; and with it), how much worker memory grew over the steady part (median of its last fifth "
                     "against its first, and the same for the floor, which merges' transient peaks do not move; run "
                     "a long --duration at 70 % of capacity as a soak test), and bytes per channel-sample on Kafka "
                     "(after compression) and in ClickHouse (the frames table's compressed parts).")

@@ -53,6 +53,10 @@ class WorkerMetrics(Collector):
                            float(shell.backoff.failing), labels)
         yield gauge_family("reveal_worker_consumption_paused", "1 while the storage queue is full and input waits.",
                            float(shell.paused), labels)
+        if shell.embedded_storage_bytes is not None:
+            yield gauge_family("reveal_worker_embedded_clickhouse_memory_bytes",
+                               "Memory the embedded ClickHouse (chDB) tracks inside this worker, at the last flush.",
+                               shell.embedded_storage_bytes, labels)
         rows = CounterMetricFamily("reveal_worker_rows_written", "Rows written to ClickHouse, per table.",
                                    labels=[*labels, "table"])
         for table, count in shell.store.rows_written.items():

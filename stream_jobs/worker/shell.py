@@ -63,6 +63,7 @@ class WorkerShell:
         self.cursors = ReadCursors(compacted_topics=frozenset({settings.topics.catalog}))
         self.backoff = Backoff(first_s=min(0.5, settings.storage_retry_max_s), max_s=settings.storage_retry_max_s)
         self.paused = False
+        self.embedded_storage_bytes: int | None = None  # taken after each flush, on the storage thread
         self.acknowledge: Callable[[Hashable, int], None] = _unconnected  # the Faust app connects its consumer
         self.highwater: Callable[[Hashable], int | None] = lambda tp: None  # the log end of a partition, for lag
 
@@ -113,7 +114,7 @@ class WorkerShell:
             return
         ready, generation = self.releases.take_ready(), self.cursors.generation
         try:
-            written = await asyncio.get_running_loop().run_in_executor(self.storage_thread, self.store.flush)
+            written = await asyncio.get_running_loop().run_in_executor(self.storage_thread, self._flush_store)
         except StorageUnavailable as error:
             if generation == self.cursors.generation:
                 self.releases.put_back(ready)
@@ -124,6 +125,15 @@ class WorkerShell:
             return  # partitions were revoked meanwhile: their new owner, maybe this worker again, reads them again
         for partition, offset in ready:
             self.acknowledge(partition, offset)
+
+    def _flush_store(self) -> int:
+        """On the storage thread: write the queued rows, then note what an embedded database holds now."""
+        written = self.store.flush()
+        try:
+            self.embedded_storage_bytes = self.store.embedded_memory_bytes()
+        except StorageUnavailable as error:  # the rows are written: a figure missed must not put them back
+            log.debug("embedded ClickHouse's memory not read: %s", error)
+        return written
 
     def _storage_failed(self, error: StorageUnavailable) -> None:
         self.counters.storage_errors += 1

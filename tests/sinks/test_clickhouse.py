@@ -60,6 +60,13 @@ def test_a_host_peer_and_retransmission_finding_of_one_host_window_are_all_kept(
     assert [row[0] for row in rows] == ["host", "peer", "retransmissions"]
 
 
+def test_an_embedded_clickhouse_reports_the_memory_it_tracks_in_this_process(chdb_dsn, database):
+    writer = ClickHouseWriter(chdb_dsn, database)
+    writer.add("frames", [["h", "c", 0, 1, 1, [1.0] * 700]])
+    writer.flush()
+    assert writer.embedded and writer.embedded_memory_bytes() > 0
+
+
 def test_parameters_are_bound_not_formatted(chdb_dsn, database):
     writer = ClickHouseWriter(chdb_dsn, database)
     hostile = "x' OR 1=1 --"

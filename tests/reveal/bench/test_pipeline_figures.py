@@ -92,12 +92,16 @@ def test_figures_scale_frames_by_channels_and_split_bytes_per_channel_sample():
     settings = PipelineBenchSettings(hosts=150, channels=700, interval_s=0.1, duration_s=60.0)
     result = PipelineBenchResult(settings, frames_stored=90_000, stored_frames_per_s=1500.0,
                                  idle_rss_bytes=300 << 20, median_rss_bytes=600 << 20, kafka_bytes=630e6,
+                                 idle_embedded_bytes=10 << 20, median_own_bytes=515 << 20,
+                                 median_embedded_bytes=85 << 20,
                                  clickhouse_bytes=504e6, replay=ReplayReport(frames=90_000),
                                  anomaly_latencies_s=[0.5, 0.7, 2.0], steady_alert_latencies_s=[0.2] * 99 + [9.0])
     figures = result.figures()
     assert figures["channel_samples_per_s"] == pytest.approx(1_050_000.0)
     assert figures["offered_channel_samples_per_s"] == pytest.approx(1_050_000.0)
-    assert figures["memory_mb_per_host"] == pytest.approx(2.0) and figures["memory_mb_per_host_at_peak"] == 0.0
+    assert figures["memory_mb_per_host_with_embedded_clickhouse"] == pytest.approx(2.0)
+    assert figures["memory_mb_per_host"] == pytest.approx(1.5) and figures["memory_mb_per_host_at_peak"] == 0.0
+    assert figures["embedded_clickhouse_median_mb"] == pytest.approx(85.0)
     assert figures["kafka_bytes_per_channel_sample"] == pytest.approx(10.0)
     assert figures["clickhouse_bytes_per_channel_sample"] == pytest.approx(8.0)
     assert figures["anomaly_latency_p50_s"] == pytest.approx(0.7)

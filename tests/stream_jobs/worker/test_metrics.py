@@ -31,8 +31,10 @@ def test_a_scrape_reads_the_workers_counters_its_storage_queue_and_its_lag(chdb_
         assert sample("reveal_worker_consumer_lag", topic="reveal.samples", partition="4") is None, "no log end yet"
         assert shell.unread_records() == {TP("reveal.samples", 3): 5}
         assert sample("reveal_worker_rows_written_total", table="frames") == 0
+        assert sample("reveal_worker_embedded_clickhouse_memory_bytes") is None, "not read before the first flush"
         asyncio.run(shell.flush())
         assert sample("reveal_worker_rows_written_total", table="frames") == 1
+        assert sample("reveal_worker_embedded_clickhouse_memory_bytes") > 0, "chDB tracks what the insert took"
         assert sample("reveal_worker_storage_pending_rows") == 0 and sample("reveal_worker_hosts") == 0
     finally:
         shell.close(close_incidents=False)
