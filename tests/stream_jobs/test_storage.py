@@ -16,7 +16,8 @@ def declared(protocol) -> set[str]:
 
 def test_a_result_store_declares_what_the_shells_call():
     assert declared(ResultStore) == {"max_pending_rows", "store_catalog", "store_frame", "store_output", "flush",
-                                     "pending_rows", "is_full", "rows_written", "saved_baseline", "close"}
+                                     "pending_rows", "is_full", "rows_written", "embedded_memory_bytes",
+                                     "saved_baseline", "close"}
 
 
 def test_the_clickhouse_landing_offers_every_member_of_a_result_store_with_its_parameters():
