@@ -138,7 +138,7 @@ class DetectorEnsemble:
 
 
 def load_fitting() -> None:
-    """Fit a small ensemble once, so that what a first fit loads (scipy's tail fit: tens of MB) is loaded now. A
+    """Fit a small ensemble once, so that what a first fit loads (scipy's optimiser for the tail fit) is loaded now. A
     process that watches the host it runs on calls this before it learns the host's baseline: its own one-off
     growth then lies before the baseline, not in the first windows judged after it."""
     DetectorEnsemble(standard_detectors(0), "calibrated", 1, 1e-4).fit(np.random.default_rng(0).normal(size=(64, 4)))

@@ -52,21 +52,37 @@ def test_pot_is_deterministic_and_fits_a_tail_by_likelihood_on_a_large_baseline(
 
 
 @pytest.mark.parametrize("tail", ["exponential", "heavy", "bounded", "rounded"])
-def test_the_tail_fit_is_scipy_s_own_maximum_likelihood_bit_for_bit(tail):
+def test_the_tail_fit_decides_and_extrapolates_as_scipy_s_maximum_likelihood_does(tail):
     from scipy.stats import genpareto
 
     rng = np.random.default_rng(7)
-    for size in (10, 23, 60):
+    for size in (10, 23, 60, 200):
         excesses = {"exponential": lambda: rng.exponential(0.3, size),
                     "heavy": lambda: genpareto.rvs(0.6, scale=2.0, size=size, random_state=rng),
                     "bounded": lambda: genpareto.rvs(-0.4, scale=1.0, size=size, random_state=rng),
-                    "rounded": lambda: np.round(rng.exponential(1.0, size), 1)}[tail]()
+                    "rounded": lambda: np.round(rng.exponential(1.0, size), 1) + 0.05}[tail]()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             shape, _, scale = genpareto.fit(excesses, floc=0.0)
-        fitted = thresholds._likelihood_fit(excesses)
-        assert fitted is None or fitted == (shape, scale)
-        assert fitted is not None or not (np.isfinite(shape) and scale > 0 and shape > -1.0)
+        exponential = -size * (np.log(excesses.mean()) + 1.0)
+        heavy = shape > 0 and 2 * (genpareto.logpdf(excesses, shape, 0.0, scale).sum() - exponential) > 3.841
+        fitted_shape, fitted_scale, method = thresholds.fit_tail(excesses)
+        assert (method == "likelihood") == heavy, f"{tail} tail of {size}: scipy says heavy={heavy}, fit {method}"
+        if heavy:
+            expected = thresholds.excess_quantile(shape, scale, 1e-4)
+            assert thresholds.excess_quantile(fitted_shape, fitted_scale, 1e-4) == pytest.approx(expected, rel=1e-3)
+        else:
+            assert (fitted_shape, fitted_scale) == (0.0, pytest.approx(excesses.mean()))
+
+
+def test_the_tail_fit_finds_the_likelihood_maximum_on_a_tail_with_two_modes():
+    excesses = np.concatenate([np.linspace(0.01, 1.0, 40), [60.0, 80.0]])
+    shape, scale, method = thresholds.fit_tail(excesses)
+    from scipy.stats import genpareto
+
+    grid = [(s, c) for s in np.linspace(0.05, 4.0, 80) for c in np.geomspace(0.01, 10.0, 80)]
+    best = max(genpareto.logpdf(excesses, s, 0.0, c).sum() for s, c in grid)
+    assert method == "likelihood" and genpareto.logpdf(excesses, shape, 0.0, scale).sum() >= best - 1e-6
 
 
 def test_a_light_tail_is_extrapolated_as_exponential_not_as_bounded():
