@@ -146,7 +146,7 @@ def _heavy_tail_likelihood_fit(excesses: np.ndarray) -> tuple[float, float] | No
 
     On θ = ξ/σ the likelihood is maximised by ξ = mean(log(1 + θx)) (Grimshaw, Technometrics 1993), which leaves
     one variable: its profile is evaluated on a logarithmic grid at once, then refined between the best point's
-    neighbours, so a second local maximum cannot capture the search."""
+    neighbours, where a local search from one start could settle on a lesser maximum."""
     from scipy.optimize import minimize_scalar
 
     mean = float(np.mean(excesses))

@@ -75,7 +75,7 @@ def test_the_tail_fit_decides_and_extrapolates_as_scipy_s_maximum_likelihood_doe
             assert (fitted_shape, fitted_scale) == (0.0, pytest.approx(excesses.mean()))
 
 
-def test_the_tail_fit_finds_the_likelihood_maximum_on_a_tail_with_two_modes():
+def test_the_tail_fit_reaches_the_likelihood_maximum_over_heavy_tails():
     excesses = np.concatenate([np.linspace(0.01, 1.0, 40), [60.0, 80.0]])
     shape, scale, method = thresholds.fit_tail(excesses)
     from scipy.stats import genpareto
