@@ -4,12 +4,13 @@ their alerts out.
 Summaries of a cluster are gathered by window, and a window is compared once every host of the cluster has reported
 it or a later one. What is compared therefore depends on the summaries, not on the order they arrive in from
 different hosts, so a replay of recorded frames equals the live run. A cluster forms over its first
-`stale_windows` windows (its hosts learn their baselines at about the same time but report out of step), and nothing
-is compared before. A host whose latest window is more than `stale_windows` behind the cluster's newest no longer
+`stale_after_s` (its hosts learn their baselines at about the same time but report out of step), and nothing
+is compared before. A host whose latest window is more than `stale_after_s` behind the cluster's newest no longer
 holds the others back (it stopped, relearns its baseline, or fell far behind); a summary of a window already
 compared is counted as late: it is left out of the peer comparison and the retransmission verdicts, but the host's
 own findings are still judged, against the departures its peers reported for that window, so a host read out of
-step with its peers (a worker catching up, a restart) raises the same incidents as one read in step.
+step with its peers (a worker catching up, a restart) raises the same incidents as one read in step. What the
+findings become is decided in stream_jobs.engine.decide; this stage gathers, orders and records.
 """
 
 from __future__ import annotations
@@ -20,55 +21,37 @@ from dataclasses import replace
 import numpy as np
 
 from schemas.channels import TCP_RETRANSMITS, TCP_SPURIOUS_RETRANSMITS
-from schemas.records import HostWindow, PersistedChannel
+from schemas.records import HostWindow
 from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviation
-from stream_jobs.engine.incidents import IncidentTracker
-from stream_jobs.engine.peer_effects import PeerEffects
+from stream_jobs.engine.decide.decision import Decision
+from stream_jobs.engine.decide.findings import Departures, departing_channels
+from stream_jobs.engine.decide.peer_effects import PeerEffects
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransWindow, classify
-from stream_jobs.host_incidents import (JOIN_WITHIN_WINDOWS, NOTHING_DEPARTS, SHARED_WITHIN_WINDOWS, began_together,
-                                        cause_key, causes_strongest_first, departed_since, departing_channels,
-                                        departure_of, departure_onset, named_subsystem, told_lead, own_departures,
-                                        recent_lead, windows_to_open)
+from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.records import (StageOutput, configuration_alert, configuration_anomaly, peer_anomaly,
                                  retransmission_anomaly, retransmission_row, tracked_alert)
-
-STALE_WINDOWS = 30
-EVIDENCE_LIMIT = 5
-# An incident quiet for this many windows beyond its close is held for its symptom's return (5 minutes in all at 1 s
-# windows): a lasting change that flickers in and out of its band is one incident, not a page each time it returns
-RECUR_WITHIN_WINDOWS = 270
-# A lossy link's effects on its peers (their own loss verdicts, a receiver's changed receive path) show this many
-# windows after its loss verdict opens at the latest (a minute)
-LOSS_EFFECTS_WITHIN_WINDOWS = 60
-# An incident that has lasted this many windows (a minute) is closed by a window led by a channel it never held, which
-# opens its own: a lasting change not yet adopted (page cache a write filled) must not absorb the next fault
-RENEW_AFTER_WINDOWS = 60
-# How many compared windows keep their hosts' departing channels, for summaries that arrive after their window
-DEPARTURES_KEPT_WINDOWS = 600
 
 
 class ClusterStage:
     """Per-cluster peer comparison and retransmission context for every cluster this shell sees."""
 
-    def __init__(self, stale_windows: int = STALE_WINDOWS, comparator_settings: dict | None = None):
-        self.stale_windows = stale_windows
-        self._comparator_settings = comparator_settings or {}
+    def __init__(self, settings: EngineSettings = EngineSettings()):
+        self.decision = Decision(settings.decision, settings.stride_s)
+        timing = self.decision.timing
+        self.stale_windows = timing.stale_after
+        self._departures_kept = timing.departures_kept
+        self._comparator_settings = {"persist_windows": timing.peer_hold, "learn_windows": timing.peer_learn}
         self._comparators: dict[str, PeerComparator] = {}
         self._pending: dict[str, dict[int, dict[str, HostWindow]]] = defaultdict(lambda: defaultdict(dict))
         self._latest: dict[str, dict[str, int]] = defaultdict(dict)
         self._compared_through: dict[str, int] = {}
         self._first_window: dict[str, int] = {}
         self._retrans: dict[str, RetransMonitor] = defaultdict(RetransMonitor)
-        self._causes: dict[str, set[str]] = defaultdict(set)
-        self._began: dict[str, dict[str, int]] = defaultdict(dict)
-        self._owner: dict[str, dict[str, str]] = defaultdict(dict)
-        self._departing: dict[str, dict[int, dict[str, frozenset[str]]]] = defaultdict(dict)
+        self._departing: dict[str, Departures] = defaultdict(dict)
         self._latest_departing: dict[str, dict[str, frozenset[str]]] = defaultdict(dict)
         self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
-        # peer findings and loss alarms already ask for persistence; one window of either opens an incident
-        self.incidents = IncidentTracker(open_after=1, close_after=30, recur_within=RECUR_WITHIN_WINDOWS,
-                                         renew_after=RENEW_AFTER_WINDOWS)
-        self.peer_effects = PeerEffects(JOIN_WITHIN_WINDOWS, LOSS_EFFECTS_WITHIN_WINDOWS)
+        self.incidents = self.decision.incidents
+        self.peer_effects = PeerEffects(timing.join_within, timing.loss_effects_within)
         self._cluster_of_host: dict[str, str] = {}
         self.windows_compared = 0
         self.late_summaries = 0
@@ -102,7 +85,7 @@ class ClusterStage:
         for cluster in list(self._pending):
             output.extend(self._compare_windows(cluster, sorted(self._pending[cluster])))
         if close_incidents:
-            for event in self.incidents.close_all():
+            for event in self.decision.close_all():
                 cluster = self._cluster_of_host.get(event.host.split("/")[0], "")
                 output.alerts += self.peer_effects.told(cluster, None, [tracked_alert(event, cluster)])
         return output
@@ -145,10 +128,11 @@ class ClusterStage:
             finding = findings.get(host)
             anomaly = peer_anomaly(summary, finding) if finding else None
             output.anomalies += [anomaly] if anomaly else []
-            events = self.incidents.update(f"{host}/peers", window_id, summary.window_start_ns, summary.window_end_ns,
-                                           finding is not None, anomaly.score / anomaly.threshold if anomaly else 0.0,
-                                           anomaly.subsystem if anomaly else "",
-                                           [(e.channel, e.feature, e.z) for e in anomaly.evidence] if anomaly else [])
+            events = self.decision.concern_window(host, "peers", summary, finding is not None,
+                                                  anomaly.score / anomaly.threshold if anomaly else 0.0,
+                                                  anomaly.subsystem if anomaly else "",
+                                                  [(e.channel, e.feature, e.z) for e in anomaly.evidence]
+                                                  if anomaly else [])
             output.alerts += [tracked_alert(e, cluster) for e in events]
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
         output.alerts = self.peer_effects.told(cluster, window_id, output.alerts, self._last_shown(output))
@@ -190,77 +174,14 @@ class ClusterStage:
     def _keep_departing(self, cluster: str, window_id: int, departing: dict[str, frozenset[str]]) -> None:
         kept = self._departing[cluster]
         kept[window_id] = departing
-        for old in [w for w in kept if w <= window_id - DEPARTURES_KEPT_WINDOWS]:
+        for old in [w for w in kept if w <= window_id - self._departures_kept]:
             del kept[old]
 
-    def _peers_departing(self, cluster: str, window_id: int, summary: HostWindow) -> list[frozenset[str]]:
-        """For each peer of the host in the window, those of the host's persisted channels whose departure on the
-        peer began within SHARED_WITHIN_WINDOWS of its departure on the host (hosts sample at their own instants and
-        learn their own bands, so a change they share does not cross every band in the same window). A peer still out
-        on a channel since long before is not sharing the host's change: a page cache a fault filled on one host
-        stays out for minutes, and would hide the same channel's own change on another."""
-        kept = self._departing[cluster]
-        peers = [peer for peer in kept.get(window_id, {}) if peer != summary.host]
-        channels = {summary.names[p.index] for p in summary.persisted}
-        if not channels:
-            return [NOTHING_DEPARTS] * len(peers)
-        onsets = {c: departure_onset(kept, summary.host, c, window_id) or window_id for c in channels}
-        candidates = departed_since(kept, channels, min(onsets.values()) - SHARED_WITHIN_WINDOWS)
-        return [frozenset(c for c in channels if began_together(departure_onset(kept, peer, c, window_id),
-                                                                  onsets[c]))
-                if peer in candidates else NOTHING_DEPARTS for peer in peers]
-
     def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> StageOutput:
-        """Each host's own findings (its persisted channels, less those its peers left their bands on too) as
-        incidents of the host detectors, one per cause (subsystem): a new cause opens its own incident while
-        another is open, and causes that open together are told strongest first."""
-        output = StageOutput()
-        for summary in summaries:
-            own = own_departures(summary, self._peers_departing(cluster, window_id, summary))
-            self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
-            causes = causes_strongest_first(summary, own, self._causes[summary.host])
-            routed = self._routed(summary.host, summary.window_id, summary.names, causes)
-            for subsystem, _ in causes:
-                mine = sorted(routed.get(subsystem, []), key=lambda p: (-departure_of(summary, p), p.index))
-                evidence = [(summary.names[p.index], p.feature, p.z) for p in mine[:EVIDENCE_LIMIT]]
-                severity = max((departure_of(summary, p) for p in mine), default=0.0)
-                named = named_subsystem(summary, mine) if mine else subsystem
-                lead = told_lead(summary, mine, named)
-                events = self.incidents.update(cause_key(summary.host, subsystem), summary.window_id,
-                                               summary.window_start_ns, summary.window_end_ns, bool(mine), severity,
-                                               named, evidence,
-                                               windows_to_open(severity, mine[0].feature if mine else "mean"), lead)
-                output.alerts += [tracked_alert(e, cluster) for e in events]
-        return output
-
-    def _routed(self, host: str, window_id: int, names: tuple[str, ...],
-                causes: list[tuple[str, list[PersistedChannel]]]) -> dict[str, list[PersistedChannel]]:
-        """Which incident each departing channel goes to in this window. A channel that joined an incident keeps
-        going to it while it lasts; otherwise a channel goes to its cause's incident (open, or waiting for its second
-        window); a channel of a cause with none joins an incident of the host that began within
-        JOIN_WITHIN_WINDOWS windows (the effects of one fault reach other subsystems within seconds: writes fill a
-        disk queue, dirty pages and I/O wait), and with none begins its cause's own incident. A channel that departs
-        later, in a subsystem with no incident of its own, is a new cause. A quiet incident (one held open in case its
-        symptom returns) takes back only the channels it held: others of its subsystem are a new fault's."""
-        live = {cause for cause in self._causes[host] if self.incidents.open_since_ns(cause_key(host, cause))
-                is not None}
-        quiet = {cause: self.incidents.held_quietly(cause_key(host, cause), window_id) for cause in live}
-        began = {cause: window for cause, window in self._began[host].items() if cause in live}
-        owner = {name: lead for name, lead in self._owner[host].items() if lead in live}
-        routed: dict[str, list[PersistedChannel]] = defaultdict(list)
-        for cause, mine in causes:
-            for persisted in mine:
-                name = names[persisted.index]
-                resumes = cause in live and (quiet.get(cause) is None or name in quiet[cause])
-                target = owner.get(name) or (cause if resumes else recent_lead(began, window_id))
-                if target is None:
-                    target, began[cause] = cause, window_id
-                    live.add(cause)
-                elif target != cause:
-                    owner[name] = target
-                routed[target].append(persisted)
-        self._began[host], self._owner[host] = began, owner
-        return routed
+        """Each host's own findings in the window as incidents (see Decision.host_window)."""
+        kept = self._departing[cluster]
+        return StageOutput(alerts=[tracked_alert(event, cluster) for summary in summaries
+                                   for event in self.decision.host_window(summary, kept)])
 
     def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> StageOutput:
         """Each host's window through its loss monitor, then a verdict that contrasts its alarm with its peers'."""
@@ -274,10 +195,9 @@ class ClusterStage:
             faulty = verdict.category == FAULT_INDUCED
             anomaly = retransmission_anomaly(summary, verdict) if faulty else None
             output.anomalies += [anomaly] if anomaly else []
-            events = self.incidents.update(
-                f"{summary.host}/retransmissions", summary.window_id, summary.window_start_ns, summary.window_end_ns,
-                faulty, max(verdict.rate_z, 1.0) if faulty else 0.0, "network",
-                [(TCP_RETRANSMITS, "sum", verdict.rate_z)] if faulty else [])
+            events = self.decision.concern_window(summary.host, "retransmissions", summary, faulty,
+                                                  max(verdict.rate_z, 1.0) if faulty else 0.0, "network",
+                                                  [(TCP_RETRANSMITS, "sum", verdict.rate_z)] if faulty else [])
             output.alerts += [tracked_alert(e, cluster) for e in events]
         return output
 

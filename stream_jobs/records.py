@@ -12,7 +12,7 @@ from schemas.channels import TCP_RETRANSMITS, subsystem_for
 from schemas.records import DEPARTS_AT, Alert, Anomaly, Catalog, Evidence, HostWindow, PersistedChannel
 from stream_jobs.engine.crosshost import ConfigurationDifference, PeerDeviation
 from stream_jobs.engine.host_pipeline import HostPipeline
-from stream_jobs.engine.incidents import AlertEvent
+from stream_jobs.engine.decide.incidents import AlertEvent
 from stream_jobs.engine.retransmissions import RetransVerdict
 from stream_jobs.engine.signatures import match_signature
 from stream_jobs.engine.verdicts import WindowContext, WindowVerdict

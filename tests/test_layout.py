@@ -65,7 +65,7 @@ def test_no_module_imports_downstream_or_the_application_from_the_data_path():
     ("producers.agent", "schemas.records", True), ("producers.agent", "sinks.clickhouse", False),
     ("stream_jobs.host_stage", "sinks.rows", False), ("sinks.landing", "stream_jobs.host_stage", True),
     ("stream_jobs.embedded", "reveal.live.server", False), ("reveal.cli.run", "sinks.clickhouse", True),
-    ("stream_jobs.engine.incidents", "stream_jobs.host_stage", False), ("schemas.codec", "producers.agent", False)])
+    ("stream_jobs.engine.decide.incidents", "stream_jobs.host_stage", False), ("schemas.codec", "producers.agent", False)])
 def test_the_layer_rule_itself(importer, imported, allowed):
     assert (layer_breach(importer, imported) is None) == allowed
 

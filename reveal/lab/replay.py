@@ -56,7 +56,7 @@ def _push_next(heap: list, stream: Iterator, tie: count) -> None:
 def replay(items: Iterable[Catalog | Frame], settings: EngineSettings, keep_frames: bool = False) -> ReplayResult:
     """Run the host and cluster stages over catalogs and frames in order, and close every incident at the end."""
     result = ReplayResult()
-    host_stage, cluster_stage = HostStage(settings), ClusterStage()
+    host_stage, cluster_stage = HostStage(settings), ClusterStage(settings)
     for item in items:
         if isinstance(item, Catalog):
             result.catalogs.append(item)

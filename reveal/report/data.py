@@ -71,7 +71,7 @@ ORDER BY slot"""
 INCIDENTS_SQL = f"""
 SELECT {ALERTS.select()}
 FROM {{db:Identifier}}.alerts WHERE {IN_SCOPE}
-ORDER BY alert_id, indexOf(['open', 'update', 'closed'], state) DESC, end DESC LIMIT 1 BY alert_id"""
+ORDER BY alert_id, end DESC, indexOf(['open', 'update', 'closed'], state) DESC LIMIT 1 BY alert_id"""
 FAULTS_SQL = f"""
 SELECT run_id, scenario, fault, host, toUnixTimestamp64Nano(start), toUnixTimestamp64Nano(end), subsystem,
        magnitude, description

@@ -8,6 +8,7 @@ import zlib
 from dataclasses import dataclass
 
 from stream_jobs.engine.channel_watch import WatchSettings, WatchTiming
+from stream_jobs.engine.decide.settings import DecisionSettings
 from stream_jobs.engine.ensemble import MODES
 
 
@@ -31,6 +32,7 @@ class EngineSettings:
     explain_all: bool = False
     baseline_trim: float = 0.0
     watch: WatchSettings = WatchSettings()
+    decision: DecisionSettings = DecisionSettings()
     ensemble_alerts: bool = False
 
     def __post_init__(self):

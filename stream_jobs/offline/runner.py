@@ -76,7 +76,7 @@ def detect(table: RecordedTable, settings: EngineSettings, baseline: RecordedTab
     if counters:
         shown = ", ".join(counters[:5]) + (f" and {len(counters) - 5} more" if len(counters) > 5 else "")
         progress(f"{len(counters)} columns only rise, read as raw counters and judged by their rate: {shown}")
-    rows, cluster = [], ClusterStage()
+    rows, cluster = [], ClusterStage(settings)
     for host, host_table in table.hosts.items():
         base = baseline.hosts.get(host) if baseline else None
         if baseline is not None and base is None:

@@ -39,7 +39,7 @@ class WorkerMetrics(Collector):
         yield gauge_family("reveal_worker_hosts", "Hosts whose frames this worker scores.", len(stage.pipelines),
                            labels)
         yield gauge_family("reveal_worker_incidents_open", "Incidents open now, host and cluster ones.",
-                           stage.incidents.open_count() + shell.cluster.incidents.open_count(), labels)
+                           shell.cluster.incidents.open_count(), labels)
         yield gauge_family("reveal_worker_records_held", "Records held uncommitted for windows in progress.",
                            shell.releases.held(), labels)
 

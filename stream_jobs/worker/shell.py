@@ -58,7 +58,7 @@ class WorkerShell:
         self.storage_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="clickhouse")
         self.store: ResultStore = self.storage_thread.submit(open_store).result()
         self.stage = HostStage(settings.engine, self.saved_baseline)
-        self.cluster = ClusterStage()
+        self.cluster = ClusterStage(settings.engine)
         self.releases = ReleaseTracker(settings.max_held_s)
         self.cursors = ReadCursors(compacted_topics=frozenset({settings.topics.catalog}))
         self.backoff = Backoff(first_s=min(0.5, settings.storage_retry_max_s), max_s=settings.storage_retry_max_s)
@@ -178,7 +178,7 @@ class WorkerShell:
             self.store.store_output(self.stage.close())
         else:
             log.info("worker stopping: %d open incidents left for the next owner of their hosts",
-                     self.stage.incidents.open_count() + self.cluster.incidents.open_count())
+                     self.cluster.incidents.open_count())
         self.store.store_output(self.cluster.flush(close_incidents))
         self.storage_thread.submit(self.store.close).result()
         self.storage_thread.shutdown()

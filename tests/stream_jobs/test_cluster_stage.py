@@ -8,16 +8,21 @@ from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from schemas.records import HostWindow, PersistedChannel
 from stream_jobs.engine.severity import severity_scale
 from stream_jobs.cluster_stage import ClusterStage
+from stream_jobs.engine.decide.settings import DecisionSettings
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 
 T0 = 1_700_000_000_000_000_000
 
 
+def cluster_stage(peer_learn_s=120.0, peer_hold_s=300.0) -> ClusterStage:
+    return ClusterStage(EngineSettings(decision=DecisionSettings(peer_learn_s=peer_learn_s, peer_hold_s=peer_hold_s)))
+
+
 def run_cluster(hosts: int, misconfigured: str | None, frames: int = 600):
     """Hosts of one cluster; the misconfigured one reports 1.5× the memory of its peers (a static channel)."""
     host_stage = HostStage(EngineSettings(warmup_windows=20))
-    cluster_stage = ClusterStage(comparator_settings={"learn_windows": 10, "persist_windows": 5})
+    stage = cluster_stage(peer_learn_s=10, peer_hold_s=5)
     streams = []
     for index in range(hosts):
         catalog = synthetic_catalog(f"h{index}", cluster="train-a")
@@ -32,10 +37,10 @@ def run_cluster(hosts: int, misconfigured: str | None, frames: int = 600):
     for step in range(frames):
         for stream in streams:
             for summary in host_stage.on_frame(stream[step]).host_windows:
-                output = cluster_stage.on_host_window(summary)
+                output = stage.on_host_window(summary)
                 anomalies += output.anomalies
                 alerts += output.alerts
-    final = cluster_stage.flush()
+    final = stage.flush()
     return anomalies + final.anomalies, alerts + final.alerts
 
 
@@ -79,7 +84,7 @@ def _without_own_findings(summary: HostWindow) -> HostWindow:
 
 
 def _outputs(order) -> tuple:
-    stage = ClusterStage(comparator_settings={"learn_windows": 10, "persist_windows": 5})
+    stage = cluster_stage(peer_learn_s=10, peer_hold_s=5)
     anomalies, alerts, verdicts = [], [], []
     for summary in order:
         output = stage.on_host_window(summary)
@@ -126,7 +131,7 @@ def _window(host: str, window_id: int, departing: dict[str, float], persisted: t
 
 
 def test_a_change_a_peer_showed_a_few_windows_earlier_is_the_jobs_not_the_hosts():
-    stage, opened = ClusterStage(), []
+    stage, opened = cluster_stage(), []
     for window_id in range(60):
         late_on_network = 20 <= window_id < 24
         summaries = [
@@ -142,7 +147,7 @@ def test_a_change_a_peer_showed_a_few_windows_earlier_is_the_jobs_not_the_hosts(
 
 
 def test_a_change_the_host_told_as_its_own_is_not_told_again_as_a_peer_finding():
-    stage = ClusterStage(comparator_settings={"learn_windows": 10, "persist_windows": 20})
+    stage = cluster_stage(peer_learn_s=10, peer_hold_s=20)
     names = ("mem.file_bytes", "net.rx_bytes")
     peer_findings = []
     for window_id in range(80):
@@ -166,7 +171,7 @@ def test_a_change_the_host_told_as_its_own_is_not_told_again_as_a_peer_finding()
 def _opened_by_runs(runs: dict[str, tuple[int, int, float]], feature: str = "mean") -> list[tuple[str, int]]:
     """Each host's own cpu finding (by `feature`) over windows [first, last) at a departure; the (host, first window)
     of every incident opened."""
-    stage, opened = ClusterStage(), []
+    stage, opened = cluster_stage(), []
     for window_id in range(60):
         for host, (first, last, departure) in runs.items():
             out = first <= window_id < last
@@ -203,7 +208,7 @@ def _host_window(window_id: int, departing: dict[str, float], reported: dict[str
 
 
 def _opened(windows: list[HostWindow]) -> list:
-    stage, alerts = ClusterStage(), []
+    stage, alerts = cluster_stage(), []
     for summary in windows:
         alerts += stage.on_host_window(summary).alerts
     alerts += stage.flush().alerts
@@ -246,7 +251,7 @@ def test_an_incidents_severity_is_that_of_the_feature_that_persisted():
 
 def _alerts_of_runs(runs: dict[str, tuple[str, int, int]], windows: int = 80) -> list:
     """Hosts of one cluster, each with one channel far out of its band over windows [first, last)."""
-    stage, alerts = ClusterStage(), []
+    stage, alerts = cluster_stage(), []
     for window_id in range(windows):
         for host, (channel, first, last) in runs.items():
             out = first <= window_id < last
@@ -277,7 +282,7 @@ def test_incidents_that_open_together_or_far_apart_on_peers_are_each_told():
 def test_a_peer_out_on_a_channel_since_long_before_does_not_hide_the_hosts_own_change_on_it():
     """h1's page cache has been out of its band since a write a minute ago; h0's leaves its band now: h0's change is
     its own, not one it shares with h1 (their departures did not begin together)."""
-    stage, opened = ClusterStage(), []
+    stage, opened = cluster_stage(), []
     for window_id in range(120):
         h0_out, h1_out = 70 <= window_id < 100, window_id >= 10
         summaries = [_window("h0", window_id, {"net.tx_bytes": 3.0} if h0_out else {},
@@ -331,7 +336,7 @@ def test_a_quiet_incident_takes_back_its_own_channels_but_not_a_new_faults():
 def test_a_departure_that_lasts_is_kept_once_for_all_its_windows():
     """The departing channels kept for late summaries and onsets are one set while they stay the same: a departure
     lasting the 600 kept windows costs a cluster one set per host, not 600."""
-    stage = ClusterStage()
+    stage = cluster_stage()
     for window_id in range(40):
         for host in ("h0", "h1", "h2"):
             departing = {"cpu.busy": 3.0} if host == "h0" and window_id >= 10 else {}

@@ -9,10 +9,10 @@ import pytest
 
 from schemas.channels import TCP_RETRANSMITS
 from schemas.records import Alert, Anomaly, Catalog, Channel, HostWindow
-from stream_jobs.engine.incidents import AlertEvent
+from stream_jobs.engine.decide.incidents import AlertEvent
 from stream_jobs.engine.retransmissions import RetransVerdict
 from stream_jobs.engine.verdicts import WindowVerdict
-from stream_jobs.host_incidents import departing_channels
+from stream_jobs.engine.decide.findings import departing_channels
 from stream_jobs.records import (StageOutput, configuration_alert, finite_or_zero, outside_band,
                                  retransmission_anomaly, retransmission_row, tracked_alert, window_row)
 

@@ -6,7 +6,7 @@ FROM (
     SELECT alert_id, any(host) AS host, any(cluster) AS cluster, any(kind) AS kind,
            argMax(subsystem, end) AS subsystem, min(start) AS opened, max(end) AS last_seen,
            argMax(severity, end) AS severity, argMax(summary, end) AS summary, argMax(hint, end) AS hint,
-           max(state = 'closed') AS closed
+           argMax(state, (end, state = 'closed')) = 'closed' AS closed
     FROM alerts FINAL
     WHERE {cluster:String} = '' OR alerts.cluster = {cluster:String}
     GROUP BY alert_id

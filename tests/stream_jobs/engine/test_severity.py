@@ -1,8 +1,8 @@
 """Severity on one scale: bounded, monotone in the distance, worded the same everywhere."""
 
-from stream_jobs.engine.incidents import IncidentTracker
+from stream_jobs.engine.decide.incidents import IncidentTracker
 from stream_jobs.engine.severity import severity_scale, severity_word
-from tests.stream_jobs.engine.test_incidents import feed
+from tests.stream_jobs.engine.decide.test_incidents import feed
 
 
 def test_severity_is_bounded_and_worded_the_same_for_any_distance():

@@ -83,9 +83,9 @@ def test_an_operators_stop_leaves_open_incidents_open_and_the_end_of_a_run_close
     for run_ends in (False, True):
         shell = shell_for(chdb_dsn, f"{database}_{int(run_ends)}")
         for window in (1, 2):
-            shell.stage.incidents.update("h1", window, window * 10**9, (window + 3) * 10**9, True, 5.0, "cpu",
-                                         [("cpu.busy", "mean", 6.0)])
-        assert shell.stage.incidents.open_count() == 1
+            shell.cluster.incidents.update("h1", window, window * 10**9, (window + 3) * 10**9, True, 5.0, "cpu",
+                                           [("cpu.busy", "mean", 6.0)])
+        assert shell.cluster.incidents.open_count() == 1
         shell.close(close_incidents=run_ends)
         alerts_written[run_ends] = shell.store.rows_written["alerts"]
     assert alerts_written == {False: 0, True: 1}

@@ -3,7 +3,7 @@
 import pytest
 
 from schemas.records import Alert
-from stream_jobs.engine.peer_effects import PeerEffects
+from stream_jobs.engine.decide.peer_effects import PeerEffects
 
 
 def opening(host: str, kind: str, window: int, subsystem: str = "cpu") -> Alert:

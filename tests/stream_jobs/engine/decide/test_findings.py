@@ -5,10 +5,13 @@ first and under which subsystem, how far each lies out, and when a finding opens
 import numpy as np
 
 from schemas.records import HostWindow, PersistedChannel
-from stream_jobs.host_incidents import (CLEAR_DEPARTURE, JOIN_WITHIN_WINDOWS, SHARED_WITHIN_WINDOWS, began_together,
-                                        cause_key, causes_strongest_first, departed_since, departing_channels,
-                                        departure_of, departure_onset, named_subsystem, own_departures, recent_lead,
-                                        told_lead, windows_to_open)
+from stream_jobs.engine.decide.findings import (causes_strongest_first, departed_since, departing_channels,
+                                                departure_of, departure_onset, hold_s, own_departures,
+                                                shared_with_peers, window_lead)
+from stream_jobs.engine.decide.settings import DecisionSettings
+
+SETTINGS = DecisionSettings()
+BRIDGE = 5
 
 NAMES = ("cpu.busy", "mem.dirty", "disk.busy")
 CPU, MEMORY, DISK = (PersistedChannel(0, 4.0, "cpu", "mean", 4.0), PersistedChannel(1, 3.0, "memory", "mean", 3.0),
@@ -21,9 +24,10 @@ def summary(departures, persisted=()) -> HostWindow:
                       None if departures is None else np.array(departures, dtype=np.float64), tuple(persisted))
 
 
-def test_a_clear_level_opens_its_incident_at_once_and_anything_else_waits_a_second_window():
-    assert windows_to_open(CLEAR_DEPARTURE) == windows_to_open(CLEAR_DEPARTURE, "residual") == 1
-    assert windows_to_open(CLEAR_DEPARTURE - 0.1) == 2 and windows_to_open(100 * CLEAR_DEPARTURE, "std") == 2
+def test_a_clear_level_opens_its_incident_at_once_and_anything_else_holds_a_while():
+    clear, weak = SETTINGS.clear_departure, SETTINGS.weak_hold_s
+    assert hold_s(clear, "mean", SETTINGS) == hold_s(clear, "residual", SETTINGS) == 0.0
+    assert hold_s(clear - 0.1, "mean", SETTINGS) == weak == hold_s(100 * clear, "std", SETTINGS) > 0
 
 
 def test_channels_out_of_their_band_in_either_direction_depart():
@@ -35,9 +39,9 @@ def test_channels_out_of_their_band_in_either_direction_depart():
 def test_a_run_of_departures_began_where_it_began_across_short_returns_to_the_band():
     departing = {10, 11, 14, 15, 2}
     kept = {window: {"h0": frozenset({"cpu.busy"}) if window in departing else frozenset()} for window in range(30)}
-    assert departure_onset(kept, "h0", "cpu.busy", 15) == 10, "a gap of two windows is bridged, one of seven is not"
-    assert departure_onset(kept, "h0", "cpu.busy", 15 + SHARED_WITHIN_WINDOWS + 1) is None
-    assert departure_onset(kept, "h1", "cpu.busy", 15) is None
+    assert departure_onset(kept, "h0", "cpu.busy", 15, BRIDGE) == 10, "a gap of two windows is bridged, of seven not"
+    assert departure_onset(kept, "h0", "cpu.busy", 15 + BRIDGE + 1, BRIDGE) is None
+    assert departure_onset(kept, "h1", "cpu.busy", 15, BRIDGE) is None
 
 
 def test_only_hosts_out_on_one_of_the_channels_since_a_window_can_share_a_departure():
@@ -49,9 +53,16 @@ def test_only_hosts_out_on_one_of_the_channels_since_a_window_can_share_a_depart
     assert departed_since(kept, {"net.rx"}, 0) == set()
 
 
-def test_departures_began_together_when_their_onsets_lie_within_a_few_windows():
-    assert began_together(10 + SHARED_WITHIN_WINDOWS, 10) and began_together(10 - SHARED_WITHIN_WINDOWS, 10)
-    assert not began_together(11 + SHARED_WITHIN_WINDOWS, 10) and not began_together(None, 10)
+def test_a_peer_shares_a_departure_that_began_within_a_few_windows_of_the_hosts():
+    def kept_with(peer_onset):
+        return {w: {"h0": frozenset({"cpu.busy"}) if w >= 20 else frozenset(),
+                    "h1": frozenset({"cpu.busy"}) if peer_onset is not None and w >= peer_onset else frozenset()}
+                for w in range(40)}
+    window = HostWindow("h0", "c", 30, 0, 3, 1, NAMES, np.zeros(3), True, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+                        np.array([4.0, 0.0, 0.0]), (CPU,))
+    assert shared_with_peers(kept_with(20 + BRIDGE), window, BRIDGE) == [frozenset({"cpu.busy"})]
+    assert shared_with_peers(kept_with(21 + BRIDGE), window, BRIDGE) == [frozenset()]
+    assert shared_with_peers(kept_with(None), window, BRIDGE) == [frozenset()]
 
 
 def test_a_persisted_channel_a_peer_left_its_band_on_too_is_not_the_hosts_own():
@@ -70,8 +81,8 @@ def test_causes_are_told_strongest_first_each_with_its_channels_furthest_first()
 
 def test_cpu_time_that_moves_with_another_subsystem_is_told_under_the_other():
     window = summary([4.0, 3.0, 0.0], (CPU, MEMORY))
-    assert named_subsystem(window, [CPU, MEMORY]) == "memory"
-    assert named_subsystem(window, [CPU]) == "cpu", "memory out of its band, but told under its own cause"
+    assert window_lead(window, [CPU, MEMORY]) == MEMORY
+    assert window_lead(window, [CPU]) == CPU, "memory out of its band, but told under its own cause"
 
 
 def window_over(names, departures, persisted) -> HostWindow:
@@ -84,19 +95,17 @@ def window_over(names, departures, persisted) -> HostWindow:
 REUSE, FORKS = PersistedChannel(0, 9e4, "memory", "mean", 9e3), PersistedChannel(1, 8e3, "cpu", "mean", 370.0)
 
 
-def test_memory_work_is_told_under_what_moves_with_it_and_under_memory_alone():
+def test_memory_work_leads_only_when_nothing_else_is_there():
     names, reuse, forks = ("vm.pgreuse", "cpu.forks", "mem.Committed_AS"), REUSE, FORKS
     held = PersistedChannel(2, 50.0, "memory", "mean", 40.0)
     window = window_over(names, [9e3, 370.0, 40.0], (reuse, forks, held))
-    assert named_subsystem(window, [reuse, forks]) == "cpu"
-    assert named_subsystem(window, [reuse, forks, held]) == "cpu", "the storm's children commit memory, far nearer"
+    assert window_lead(window, [reuse, forks]) == forks
+    assert window_lead(window, [reuse, forks, held]) == forks, "the storm's children commit memory, far nearer"
     far = PersistedChannel(2, 150.0, "memory", "mean", 120.0)
     closer = window_over(names, [9e3, 370.0, 120.0], (reuse, forks, far))
-    assert named_subsystem(closer, [reuse, forks, far]) == "memory", "within CPU_YIELDS_WITHIN of the forks"
-    storm, alone = (window_over(names, [9e3, 370.0, 0.0], persisted) for persisted in ((reuse, forks), (reuse,)))
-    assert named_subsystem(storm, [reuse]) == "cpu", "the forks of the same window are what it is the work of"
-    assert named_subsystem(alone, [reuse]) == "memory"
-    assert told_lead(window, [reuse, forks, held], "memory") == ("mem.Committed_AS", "mean", 50.0)
+    assert window_lead(closer, [reuse, forks, far]) == far, "within CPU_YIELDS_WITHIN of the forks"
+    storm = window_over(names, [9e3, 370.0, 0.0], (reuse, forks))
+    assert window_lead(storm, [reuse]) == reuse, "named after what it holds, never after a channel it does not"
 
 
 def test_memory_work_is_the_cause_of_the_furthest_channel_that_is_not_and_memory_s_alone():
@@ -104,10 +113,3 @@ def test_memory_work_is_the_cause_of_the_furthest_channel_that_is_not_and_memory
     window = window_over(("vm.pgreuse", "cpu.forks", "vm.nr_free_pages"), [9e3, 370.0, 40.0], (reuse, forks, free))
     assert causes_strongest_first(window, [reuse, forks, free], set()) == [("cpu", [reuse, forks]), ("memory", [free])]
     assert causes_strongest_first(window, [reuse], set()) == [("memory", [reuse])]
-
-
-def test_a_new_cause_joins_the_incident_that_began_last_if_it_began_a_few_windows_before():
-    began = {"cpu": 10, "memory": 12}
-    assert recent_lead(began, 12 + JOIN_WITHIN_WINDOWS) == "memory"
-    assert recent_lead(began, 13 + JOIN_WITHIN_WINDOWS) is None and recent_lead({}, 12) is None
-    assert cause_key("h0", "memory") == "h0/anomaly:memory"
