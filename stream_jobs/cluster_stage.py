@@ -35,10 +35,11 @@ from stream_jobs.records import (StageOutput, configuration_alert, configuration
 class ClusterStage:
     """Per-cluster peer comparison and retransmission context for every cluster this shell sees."""
 
-    def __init__(self, settings: EngineSettings = EngineSettings()):
+    def __init__(self, settings: EngineSettings = EngineSettings(), one_host: bool = False):
         self.decision = Decision(settings.decision, settings.stride_s)
         timing = self.decision.timing
         self.stale_windows = timing.stale_after
+        self.one_host = one_host
         self._departures_kept = timing.departures_kept
         self._comparator_settings = {"persist_windows": timing.peer_hold, "learn_windows": timing.peer_learn}
         self._comparators: dict[str, PeerComparator] = {}
@@ -71,9 +72,12 @@ class ClusterStage:
         return self._compare_windows(cluster, sorted(w for w in self._pending[cluster] if w <= through))
 
     def _reported_through(self, cluster: str) -> int:
-        """The newest window every current host of the cluster has reported (or passed); -1 while it forms."""
+        """The newest window every current host of the cluster has reported (or passed); -1 while it forms, which a
+        shell that watches one host (the embedded run) has no need to wait for: a restored baseline judges at once."""
         latest = self._latest[cluster]
         newest = max(latest.values())
+        if self.one_host:
+            return newest
         if newest < self._first_window[cluster] + self.stale_windows:
             return -1
         return min(window for window in latest.values() if window >= newest - self.stale_windows)

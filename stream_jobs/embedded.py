@@ -26,7 +26,7 @@ class EmbeddedRunner:
                  live: LiveState | None = None):
         self.stage, self.store, self.console, self.live = stage, store, console, live
         self.flush_every_s = flush_every_s
-        self.cluster = ClusterStage(stage.settings)
+        self.cluster = ClusterStage(stage.settings, one_host=True)
         self.windows = 0
         self.anomalous_windows = 0
         self.anomalies = 0

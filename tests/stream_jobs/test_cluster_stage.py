@@ -349,3 +349,14 @@ def test_a_departure_that_lasts_is_kept_once_for_all_its_windows():
     later = {id(kept[w]["h0"]) for w in range(25, 40) if "h0" in kept.get(w, {})}
     assert len(sets) == 1 and len(later) == 1 and sets != later
     assert kept[30]["h0"] == frozenset({"cpu.busy", "net.tx_bytes"}) and kept[12]["h0"] == frozenset({"cpu.busy"})
+
+
+def test_a_shell_of_one_host_tells_its_first_judged_windows_as_they_come():
+    """A restored baseline judges its first window at once; a cluster of many waits for its hosts to report, a shell
+    of one (the embedded run) has none to wait for."""
+    findings = [_host_window(w, {"disk.busy": 9.0}) for w in range(600, 640)]
+    for one_host, told_at in ((True, 600), (False, 630)):
+        stage = ClusterStage(EngineSettings(), one_host=one_host)
+        told = [(summary.window_id, a.state) for summary in findings for a in stage.on_host_window(summary).alerts]
+        assert told[0] == (told_at, "open"), (one_host, told)
+        assert [state for _, state in told] == ["open"], "opened once, as it came, not opened and updated at once"
