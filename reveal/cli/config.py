@@ -8,6 +8,13 @@ the option, and a table per command (`[run]`, `[agent]`, …) to that command on
     [run]
     data-dir = "/var/lib/reveal"
     listen = "127.0.0.1:9931"
+
+The engine's settings tree has tables of its own, for every command that judges windows: `[decision]` (how a
+flagged window becomes an incident: durations in seconds, see stream_jobs.engine.decide.settings) and `[watch]` (how
+far and how long a channel must depart, see stream_jobs.engine.channel_watch.WatchSettings):
+
+    [decision]
+    close_after_s = 30
 """
 
 from __future__ import annotations
@@ -15,9 +22,11 @@ from __future__ import annotations
 import argparse
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 CONFIG_ENV = "REVEAL_CONFIG"
+# The engine's settings tables a file may hold beside the commands' (see engine_settings_tables)
+SETTINGS_TABLES = ("decision", "watch")
 NOT_CONFIGURABLE = frozenset({"help", "version", "config"})
 TRUE_WORDS, FALSE_WORDS = frozenset({"1", "true", "yes", "on"}), frozenset({"0", "false", "no", "off"})
 
@@ -67,8 +76,9 @@ def file_values(document: dict, command: str, commands: dict[str, argparse.Argum
         if key not in known_anywhere:
             raise ConfigError(f"config file {path}: unknown key {key!r}; allowed: {', '.join(sorted(known_anywhere))}")
     for table, values in document.items():
-        if isinstance(values, dict) and table not in commands:
-            raise ConfigError(f"config file {path}: unknown table [{table}]; allowed: {', '.join(sorted(commands))}")
+        if isinstance(values, dict) and table not in commands and table not in SETTINGS_TABLES:
+            allowed = sorted(commands) + list(SETTINGS_TABLES)
+            raise ConfigError(f"config file {path}: unknown table [{table}]; allowed: {', '.join(allowed)}")
     own = {k.replace("-", "_"): v for k, v in document.get(command, {}).items()}
     allowed = options_of(commands[command])
     for key in own:
@@ -84,7 +94,9 @@ def settle(args: argparse.Namespace, argv: list[str], command_parser: argparse.A
     options = options_of(command_parser)
     given = {a.dest for a in options.values() if any(_flag_given(s, argv) for s in a.option_strings)}
     path = getattr(args, "config", None) or environ.get(CONFIG_ENV)
-    from_file = file_values(read_file(path), args.command, commands, path) if path else {}
+    document = read_file(path) if path else {}
+    from_file = file_values(document, args.command, commands, path) if path else {}
+    args.settings_tables = {table: (path, document[table]) for table in SETTINGS_TABLES if table in document}
     settled = Settled()
     for dest, action in options.items():
         if dest in given:
@@ -134,3 +146,22 @@ def _boolean(value, where: str) -> bool:
     if word in TRUE_WORDS | FALSE_WORDS:
         return word in TRUE_WORDS
     raise ConfigError(f"{where}: {value!r} is not true or false")
+
+
+def settings_table(settings_class, table: str, tables: dict):
+    """`settings_class` with the values of the file's `[table]` over its defaults; a key it lacks or a value that
+    is not a number is an error that names the key and what is allowed."""
+    if table not in tables:
+        return settings_class()
+    path, values = tables[table]
+    allowed = {f.name for f in fields(settings_class)}
+    for key, value in values.items():
+        if key not in allowed:
+            raise ConfigError(f"config file {path}: [{table}] has no setting {key!r}; allowed: "
+                              f"{', '.join(sorted(allowed))}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"config file {path}: [{table}] {key} = {value!r}; expected a number")
+    try:
+        return settings_class(**{key: float(value) for key, value in values.items()})
+    except ValueError as error:
+        raise ConfigError(f"config file {path}: [{table}] {error}") from None

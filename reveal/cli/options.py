@@ -350,14 +350,21 @@ class StopFlag:
 
 def engine_settings(args, interval_s: float = 0.1):
     """The frozen EngineSettings for parsed engine options."""
-    from stream_jobs.engine.host_pipeline import EngineSettings
+    from reveal.cli.config import settings_table
+    from stream_jobs.engine.channel_watch import WatchSettings
+    from stream_jobs.engine.decide.settings import DecisionSettings
+    from stream_jobs.engine.settings import EngineSettings
 
     warmup = {"warmup_windows": args.warmup_windows} if hasattr(args, "warmup_windows") else {}
     if hasattr(args, "interval") and 2 * args.interval > args.window:
         raise ValueError(f"--interval {args.interval:g} s leaves fewer than two samples in a --window of "
                          f"{args.window:g} s; sample at most every {args.window / 2:g} s or widen the window")
-    return EngineSettings(window_s=args.window, stride_s=args.stride, interval_s=interval_s, **warmup, mode="paper" if args.paper_thresholds else "calibrated",
-                          risk=args.risk, seed=args.seed, selection_threshold=args.selection_threshold or None)
+    tables = getattr(args, "settings_tables", {})
+    return EngineSettings(window_s=args.window, stride_s=args.stride, interval_s=interval_s, **warmup,
+                          mode="paper" if args.paper_thresholds else "calibrated", risk=args.risk, seed=args.seed,
+                          selection_threshold=args.selection_threshold or None,
+                          decision=settings_table(DecisionSettings, "decision", tables),
+                          watch=settings_table(WatchSettings, "watch", tables))
 
 
 # Which kind of run a data folder's tables came from: "embedded" (reveal run) or "distributed" (reveal worker).

@@ -6,6 +6,7 @@ import pytest
 
 from reveal.cli import build_parser, configurable_commands
 from reveal.cli.config import ConfigError, settle
+from reveal.cli.options import engine_settings
 
 
 def _settled(argv, tmp_path, file_text=None, environ=None):
@@ -51,6 +52,28 @@ def test_a_mistake_in_the_file_names_the_key_and_what_is_allowed(tmp_path, text,
     with pytest.raises(ConfigError, match=None) as refused:
         _settled(["run" if "[sql]" not in text else "sql", *(["SELECT 1"] if "[sql]" in text else [])], tmp_path,
                  text)
+    assert named in str(refused.value)
+
+
+def test_the_engine_s_settings_tree_is_read_from_its_tables_in_the_file(tmp_path):
+    text = "[decision]\nclose_after_s = 20\nreopen_within_s = 120\n[watch]\npersist_s = 5\n"
+    args, _ = _settled(["run"], tmp_path, text)
+    settings = engine_settings(args)
+    assert (settings.decision.close_after_s, settings.decision.reopen_within_s, settings.watch.persist_s) == \
+        (20.0, 120.0, 5.0)
+    assert settings.decision.join_within_s == 3.0, "what the file leaves out keeps its default"
+
+
+@pytest.mark.parametrize("text, named", [
+    ("[decision]\nclose_after = 20\n", "[decision] has no setting 'close_after'; allowed: "),
+    ("[decision]\nclose_after_s = \"soon\"\n", "[decision] close_after_s = 'soon'; expected a number"),
+    ("[decision]\nclose_after_s = -1\n", "decision.close_after_s is -1.0; expected a finite number"),
+    ("[watch]\npersist_s = 0\n", "[watch] persist_s 0.0 must be > 0"),
+])
+def test_a_mistake_in_the_settings_tree_names_the_key_and_what_is_allowed(tmp_path, text, named):
+    args, _ = _settled(["run"], tmp_path, text)
+    with pytest.raises(ConfigError) as refused:
+        engine_settings(args)
     assert named in str(refused.value)
 
 
