@@ -360,3 +360,25 @@ def test_a_shell_of_one_host_tells_its_first_judged_windows_as_they_come():
         told = [(summary.window_id, a.state) for summary in findings for a in stage.on_host_window(summary).alerts]
         assert told[0] == (told_at, "open"), (one_host, told)
         assert [state for _, state in told] == ["open"], "opened once, as it came, not opened and updated at once"
+
+
+def test_an_incident_is_named_after_the_channels_it_tells_of_not_one_its_peers_share():
+    """The host's traffic left its band with its peer's (the job's); its memory counters alone are its own: the
+    incident that tells of them is memory's, never network's."""
+    names = ("net.rx_bytes.eth0", "vm.numa_hit", "vm.numa_local")
+    subsystems = ("network", "memory", "memory")
+
+    def summary(host: str, window_id: int, persisted: tuple[int, ...]) -> HostWindow:
+        departures = np.array([40.0 if i in persisted else 0.0 for i in range(3)])
+        return HostWindow(host, "c", window_id, T0 + window_id * 10**9, T0 + (window_id + 3) * 10**9, 1, names,
+                          np.zeros(3), bool(persisted), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, departures,
+                          tuple(PersistedChannel(i, -89.9 if i else 30.0, subsystems[i], "residual" if i else "mean",
+                                                 40.0) for i in persisted))
+    stage, opened = cluster_stage(), []
+    for window_id in range(80):
+        out = 40 <= window_id < 50
+        for host, persisted in (("h0", (0, 1, 2)), ("h1", (0,))):
+            alerts = stage.on_host_window(summary(host, window_id, persisted if out else ())).alerts
+            opened += [a for a in alerts if a.state == "open" and a.kind == "anomaly"]
+    assert [(a.host, a.subsystem) for a in opened] == [("h0", "memory")], opened
+    assert "vm.numa_hit residual z=-89.9" in opened[0].summary
