@@ -9,11 +9,9 @@ from collections import defaultdict
 from schemas.records import HostWindow
 from stream_jobs.engine.decide.findings import (Departures, causes_strongest_first, departure_of, hold_s,
                                                 own_departures, shared_with_peers, window_lead)
-from stream_jobs.engine.decide.incidents import AlertEvent, IncidentTracker
+from stream_jobs.engine.decide.incidents import EVIDENCE_LIMIT, AlertEvent, IncidentTracker
 from stream_jobs.engine.decide.routing import CauseRouter, cause_key
 from stream_jobs.engine.decide.settings import DecisionSettings, DecisionTiming
-
-EVIDENCE_LIMIT = 5
 
 
 class Decision:
