@@ -16,13 +16,12 @@ findings become is decided in stream_jobs.engine.decide; this stage gathers, ord
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 
 import numpy as np
 
 from schemas.channels import TCP_RETRANSMITS, TCP_SPURIOUS_RETRANSMITS
 from schemas.records import HostWindow
-from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviation
+from stream_jobs.engine.crosshost import HostSummary, PeerComparator
 from stream_jobs.engine.decide.decision import Decision
 from stream_jobs.engine.decide.findings import Departures, departing_channels
 from stream_jobs.engine.decide.peer_effects import PeerEffects
@@ -50,7 +49,6 @@ class ClusterStage:
         self._retrans: dict[str, RetransMonitor] = defaultdict(RetransMonitor)
         self._departing: dict[str, Departures] = defaultdict(dict)
         self._latest_departing: dict[str, dict[str, frozenset[str]]] = defaultdict(dict)
-        self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
         self.incidents = self.decision.incidents
         self.peer_effects = PeerEffects(timing.join_within, timing.loss_effects_within)
         self._cluster_of_host: dict[str, str] = {}
@@ -117,10 +115,10 @@ class ClusterStage:
         comparator = self._comparators.setdefault(cluster, PeerComparator(**self._comparator_settings))
         hosts = sorted(summaries)
         for host in hosts:
-            self._note_persisted(summaries[host])
+            self.decision.note_persisted(summaries[host])
         compared = [HostSummary(h, window_id, summaries[h].names, summaries[h].means, summaries[h].departures is None)
                     for h in hosts]
-        findings = {f.host: f for f in map(self._not_told_already, comparator.compare(window_id, compared)) if f}
+        findings = {f.host: f for f in map(self.decision.untold_peer_finding, comparator.compare(window_id, compared)) if f}
         self._keep_departing(cluster, window_id, {host: self._departing_of(cluster, summaries[host]) for host in hosts})
         output = self._host_incidents(cluster, window_id, [summaries[h] for h in hosts])
         for difference in comparator.take_configuration():
@@ -148,23 +146,6 @@ class ClusterStage:
         if not any(alert.state == "open" for alert in output.alerts):
             return {}
         return {incident.incident_id: incident.last_window_id for incident in self.incidents.open_incidents()}
-
-    def _note_persisted(self, summary: HostWindow) -> None:
-        last = self._last_persisted[summary.host]
-        for persisted in summary.persisted:
-            last[summary.names[persisted.index]] = summary.window_id
-
-    def _not_told_already(self, finding: PeerDeviation) -> PeerDeviation | None:
-        """The peer finding without the channels the host's own watch found persisting while the deviation built
-        up: that change was told as the host's own finding (a page cache a fault filled stays apart from the peers'
-        long after), and is not told again."""
-        last = self._last_persisted[finding.host]
-        since = finding.window_id - finding.persisted_windows
-        kept = [(channel, z) for channel, z in zip(finding.channels, finding.z) if last.get(channel, since) <= since]
-        if not kept:
-            return None
-        channels, z = zip(*kept)
-        return replace(finding, channels=channels, z=z)
 
     def _departing_of(self, cluster: str, summary: HostWindow) -> frozenset[str]:
         """The host's departing channels in the window; the very set of its previous window when they are the same,

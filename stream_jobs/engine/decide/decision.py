@@ -5,8 +5,10 @@ peer findings and loss verdicts become incidents of their own concern. One track
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from schemas.records import HostWindow
+from stream_jobs.engine.crosshost import PeerDeviation
 from stream_jobs.engine.decide.findings import (Departures, causes_strongest_first, departure_of, hold_s,
                                                 own_departures, shared_with_peers, window_lead)
 from stream_jobs.engine.decide.incidents import EVIDENCE_LIMIT, AlertEvent, IncidentTracker
@@ -23,6 +25,7 @@ class Decision:
         self.incidents = IncidentTracker(settings)
         self.router = CauseRouter(self.incidents, self.timing.join_within)
         self._causes: dict[str, set[str]] = defaultdict(set)
+        self._last_persisted: dict[str, dict[str, int]] = defaultdict(dict)
 
     def host_window(self, summary: HostWindow, kept: Departures) -> list[AlertEvent]:
         """The host's own findings in its window as incidents, one per cause (subsystem): a new cause opens its own
@@ -51,6 +54,24 @@ class Decision:
         persistence: one flagged window opens its incident."""
         return self.incidents.update(f"{host}/{concern}", summary.window_id, summary.window_start_ns,
                                      summary.window_end_ns, flagged, severity, subsystem, evidence)
+
+    def note_persisted(self, summary: HostWindow) -> None:
+        """Remember the window in which each of the host's channels last persisted (see untold_peer_finding)."""
+        last = self._last_persisted[summary.host]
+        for persisted in summary.persisted:
+            last[summary.names[persisted.index]] = summary.window_id
+
+    def untold_peer_finding(self, finding: PeerDeviation) -> PeerDeviation | None:
+        """The peer finding without the channels the host's own watch found persisting while the deviation built
+        up: that change was told as the host's own finding (a page cache a fault filled stays apart from the peers'
+        long after), and is not told again."""
+        last = self._last_persisted[finding.host]
+        since = finding.window_id - finding.persisted_windows
+        kept = [(channel, z) for channel, z in zip(finding.channels, finding.z) if last.get(channel, since) <= since]
+        if not kept:
+            return None
+        channels, z = zip(*kept)
+        return replace(finding, channels=channels, z=z)
 
     def close_all(self) -> list[AlertEvent]:
         return self.incidents.close_all()
