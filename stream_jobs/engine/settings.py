@@ -19,7 +19,7 @@ class EngineSettings:
     window_s: float = 3.0
     stride_s: float = 1.0
     interval_s: float = 0.1
-    warmup_windows: int = 60
+    warmup_windows: int = 30
     evidence_limit: int = 5
     mode: str = "calibrated"
     risk: float = 0.5

@@ -71,3 +71,9 @@ def test_all_a_host_keeps_is_full_exactly_when_the_settings_say(changes):
     capacity = pipeline.watch.kept._rows.maxlen
     assert held[round(full_s - 0.2, 1)] == capacity - 1
     assert held[round(full_s + 0.2, 1)] == capacity
+
+
+def test_the_command_line_learns_as_many_windows_as_the_settings_do():
+    from reveal.cli import build_parser
+
+    assert build_parser().parse_args(["run"]).warmup_windows == EngineSettings().warmup_windows
