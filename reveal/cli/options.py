@@ -320,9 +320,11 @@ def add_engine_options(parser: argparse.ArgumentParser, warmup_windows: int | No
                             help=f"windows learned as the baseline before scoring starts, at least "
                                  f"{MIN_WARMUP_WINDOWS} (default: {warmup_windows})")
     parser.add_argument("--paper-thresholds", action="store_true",
-                        help="judge as the paper does (§4.3): Z-score, Mahalanobis-in-PCA and Isolation Forest each "
-                             "flag their baseline's top 1%% of windows, and a window is flagged when two agree; the "
-                             "per-channel model and --risk take no part")
+                        help="judge as the paper does (§4.3): Z-score, Mahalanobis over the principal components "
+                             "that hold 95%% of the variance, and Isolation Forest, on every channel, each flag the "
+                             "windows above the 99th percentile of its baseline's scores (scored out of sample), and a "
+                             "window is flagged when two agree; the per-channel model, --risk and "
+                             "--selection-threshold take no part")
     parser.add_argument("--risk", type=positive_float, default=DEFAULT_RISK, metavar="PER_DAY",
                         help="false findings a clean host may raise per day, over all its channels together: "
                              "each channel's limit is calibrated on the baseline to keep this promise (default: "

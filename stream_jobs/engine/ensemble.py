@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stream_jobs.engine.detectors import Detector, restore_detector, standard_detectors
+from stream_jobs.engine.detectors import Detector, paper_detectors, restore_detector, standard_detectors
 from stream_jobs.engine.thresholds import PotThreshold, TopFractionThreshold
 
 MODES = ("calibrated", "paper")
@@ -42,13 +42,16 @@ class DetectorEnsemble:
     Severity is the mean over detectors of score / threshold in both modes: agreement raises it.
 
     Thresholds are calibrated on out-of-fold baseline scores (each block of windows scored by detectors fitted on
-    the other blocks), because a detector scores the windows it was fitted on as more typical than new ones.
+    the other blocks, less the `calibration_gap` windows either side of it that overlap it), because a detector
+    scores the windows it was fitted on, or windows that share their samples, as more typical than new ones.
     The ensemble never learns from what it judges; the caller decides which windows go into `refit`.
     """
 
     def __init__(self, detectors: list[Detector] | None = None, mode: str = "calibrated", min_agreement: int = 2,
-                 risk: float = 1e-4, fraction: float = 0.01, calibration_folds: int = 5):
-        detectors = standard_detectors() if detectors is None else list(detectors)
+                 risk: float = 1e-4, fraction: float = 0.01, calibration_folds: int = 5, calibration_gap: int = 0):
+        if detectors is None:
+            detectors = paper_detectors() if mode == "paper" else standard_detectors()
+        detectors = list(detectors)
         names = [detector.name for detector in detectors]
         if mode not in MODES:
             raise ValueError(f"mode is {mode!r}; expected one of {MODES}")
@@ -62,6 +65,7 @@ class DetectorEnsemble:
         self.risk = risk
         self.fraction = fraction
         self.calibration_folds = calibration_folds
+        self.calibration_gap = calibration_gap
         self.thresholds: list[PotThreshold | TopFractionThreshold] = []
 
     @property
@@ -75,7 +79,8 @@ class DetectorEnsemble:
     def fit(self, baseline: np.ndarray) -> "DetectorEnsemble":
         """Fit every detector on the baseline windows and calibrate its threshold on their scores."""
         baseline = np.asarray(baseline, dtype=np.float64)
-        calibration = [out_of_fold_scores(detector, baseline, self.calibration_folds) for detector in self.detectors]
+        calibration = [out_of_fold_scores(detector, baseline, self.calibration_folds, self.calibration_gap)
+                       for detector in self.detectors]
         for detector in self.detectors:
             detector.fit(baseline)
         share_equal_means(self.detectors)
@@ -122,7 +127,7 @@ class DetectorEnsemble:
         if not self.fitted:
             raise RuntimeError("DetectorEnsemble.state called before fit")
         return {"mode": self.mode, "min_agreement": self.min_agreement, "risk": self.risk, "fraction": self.fraction,
-                "calibration_folds": self.calibration_folds,
+                "calibration_folds": self.calibration_folds, "calibration_gap": self.calibration_gap,
                 "detectors": [detector.state() for detector in self.detectors],
                 "thresholds": [threshold.state() for threshold in self.thresholds]}
 
@@ -130,7 +135,8 @@ class DetectorEnsemble:
     def from_state(cls, state: dict) -> "DetectorEnsemble":
         """The fitted ensemble whose `state()` this is; it judges as the original would have."""
         ensemble = cls([restore_detector(detector) for detector in state["detectors"]], state["mode"],
-                       state["min_agreement"], state["risk"], state["fraction"], state["calibration_folds"])
+                       state["min_agreement"], state["risk"], state["fraction"], state["calibration_folds"],
+                       state.get("calibration_gap", 0))
         kinds = {"pot": PotThreshold, "top_fraction": TopFractionThreshold}
         ensemble.thresholds = [kinds[threshold["kind"]].from_state(threshold) for threshold in state["thresholds"]]
         share_equal_means(ensemble.detectors)
@@ -158,13 +164,17 @@ def share_equal_means(detectors: list[Detector]) -> None:
             detector.mean = same
 
 
-def out_of_fold_scores(detector: Detector, baseline: np.ndarray, folds: int) -> np.ndarray:
-    """Each baseline window scored by a copy of `detector` fitted on the other contiguous blocks of windows.
+def out_of_fold_scores(detector: Detector, baseline: np.ndarray, folds: int, gap: int = 0) -> np.ndarray:
+    """Each baseline window scored by a copy of `detector` fitted on the other contiguous blocks of windows, less
+    the `gap` windows either side of its own block (windows that overlap it share its samples).
 
-    With fewer than two windows per block the windows are scored in-sample.
+    With fewer than two windows per block, or too few left to fit on, the windows are scored in-sample.
     """
     if folds < 2 or len(baseline) < 2 * folds:
         return copy.deepcopy(detector).fit(baseline).score(baseline)
     blocks = np.array_split(np.arange(len(baseline)), folds)
-    return np.concatenate([copy.deepcopy(detector).fit(np.delete(baseline, block, axis=0)).score(baseline[block])
-                           for block in blocks])
+    left_out = [np.arange(max(block[0] - gap, 0), min(block[-1] + gap + 1, len(baseline))) for block in blocks]
+    if len(baseline) - max(len(rows) for rows in left_out) < 2:
+        return copy.deepcopy(detector).fit(baseline).score(baseline)
+    return np.concatenate([copy.deepcopy(detector).fit(np.delete(baseline, rows, axis=0)).score(baseline[block])
+                           for rows, block in zip(left_out, blocks)])

@@ -3,7 +3,7 @@ selected channels → detector ensemble → attribution, with a baseline that is
 
 from __future__ import annotations
 
-import warnings
+import math
 from collections import deque
 from dataclasses import replace
 
@@ -14,9 +14,8 @@ from stream_jobs.engine.attribution import Contribution, claim, dominant_subsyst
 from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
 from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchTiming, WatchVerdict
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.column_stats import column_nanmedians
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
-from stream_jobs.engine.detectors import standard_detectors
+from stream_jobs.engine.detectors import paper_detectors, standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble
 from stream_jobs.engine.features import FeatureLayout, feature_layout
 from stream_jobs.engine.half_precision import Float16Rows
@@ -25,7 +24,7 @@ from stream_jobs.engine.residuals import Residuals
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.engine.verdicts import WindowContext, WindowVerdict, window_context
-from stream_jobs.engine.watched_columns import (WatchedColumns, column_means, column_medians, counts_things, event_floor,
+from stream_jobs.engine.watched_columns import (WatchedColumns, column_means, column_medians, counts_things,
                                                moves_every_step)
 from stream_jobs.engine.windows import Window, WindowAssembler
 
@@ -278,7 +277,7 @@ class HostPipeline(WatchedColumns):
         represented = self.selection.represented_by if self.selection else {}
         signals = np.vstack(self._warmup_signals) if self._warmup_signals else np.zeros((0, len(self.signal_names)))
         self.residuals = Residuals.fit(signals, self.signal_names, represented)
-        self.counted = counts_things(signals, np.asarray(self.signal_kinds) == "gauge")
+        self.counted = counts_things(signals, self._countable())
         self.ratio_floors = self._ratio_floors(np.vstack(self._warmup_means))
         self.signal_levels = column_medians(np.vstack(self._warmup_means))
         self.steady = moves_every_step(signals)
@@ -291,24 +290,14 @@ class HostPipeline(WatchedColumns):
                                      self._residual_guards())
         self.watch.fit(baseline, self.settings.baseline_trim)
 
-    def _ratio_floors(self, baseline_means: np.ndarray) -> np.ndarray:
-        """Floors of the derived ratios of two counters (retransmits per segment): the numerator's event floor over
-        the denominator's median rate in the baseline, so a ratio moved by a handful of events is not an event."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            medians = column_nanmedians(baseline_means)
-        floors = np.zeros(len(self.signal_names))
-        numerator_floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
-        for offset, spec in enumerate(self.specs):
-            column = len(self.channels) + offset
-            rate = medians[spec.inputs[1]] if self._step_ratios[column] else 0.0
-            floors[column] = numerator_floors[spec.inputs[0]] / rate if rate > 0 else 0.0
-        return floors
-
     def _new_ensemble(self) -> DetectorEnsemble:
+        """The trio of this pipeline's mode, its thresholds calibrated out of sample: no baseline window is scored
+        by detectors fitted on a window that shares its samples."""
         per_window = min(0.5, self.settings.risk * self.settings.stride_s / SECONDS_PER_DAY)
-        return DetectorEnsemble(standard_detectors(self.settings.seed), self.settings.mode,
-                                self.settings.min_agreement, per_window)
+        trio = paper_detectors if self.settings.mode == "paper" else standard_detectors
+        overlapping = math.ceil(self.settings.window_s / self.settings.stride_s - 1e-9) - 1
+        return DetectorEnsemble(trio(self.settings.seed), self.settings.mode, self.settings.min_agreement,
+                                per_window, calibration_gap=overlapping)
 
     def _trimmed(self, baseline: np.ndarray) -> np.ndarray:
         """The baseline without its most severe `baseline_trim` share of windows: a baseline that may itself hold
@@ -325,7 +314,9 @@ class HostPipeline(WatchedColumns):
                                 for prefixes in _EFFECT_PREFIXES]
 
     def _select(self, baseline_signal: np.ndarray) -> Selection | None:
-        if self.settings.selection_threshold is None:
+        """The channels the trio judges (and the watch's residuals): pruned by correlation, or every one in the
+        paper's mode, where §4.1's pruning chose which metrics are collected and a table's columns are that choice."""
+        if self.settings.selection_threshold is None or self.settings.mode == "paper":
             return None
         subsystems = tuple(self.subsystem_of[n] for n in self.signal_names)
         return select_channels(baseline_signal, self.signal_names, subsystems, self.settings.selection_threshold)

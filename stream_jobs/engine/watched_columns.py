@@ -55,6 +55,26 @@ class WatchedColumns:
         own = np.array([name.startswith(AGENT_PREFIX) for name in self.signal_names], dtype=bool)
         return np.where(own, np.inf, floors)
 
+    def _countable(self) -> np.ndarray:
+        """The gauges that may count things: those of a table with units (a catalog's). A table without units says
+        nothing of what a column counts, and a column scaled by 1,000 reads as whole numbers."""
+        gauges = np.asarray(self.signal_kinds) == "gauge"
+        return gauges & bool(self.channels.units)
+
+    def _ratio_floors(self, baseline_means: np.ndarray) -> np.ndarray:
+        """Floors of the derived ratios of two counters (retransmits per segment): the numerator's event floor over
+        the denominator's median rate in the baseline, so a ratio moved by a handful of events is not an event."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            medians = column_nanmedians(baseline_means)
+        floors = np.zeros(len(self.signal_names))
+        numerator_floors = event_floor(self._cumulative, self.settings.window_s, self.settings.watch.min_events)
+        for offset, spec in enumerate(self.specs):
+            column = len(self.channels) + offset
+            rate = medians[spec.inputs[1]] if self._step_ratios[column] else 0.0
+            floors[column] = numerator_floors[spec.inputs[0]] / rate if rate > 0 else 0.0
+        return floors
+
     def _memory_share(self) -> float:
         """The watch's share of the host's memory (its baseline level of mem.MemTotal), in bytes; 0 without it."""
         if MEM_TOTAL not in self.signal_names:

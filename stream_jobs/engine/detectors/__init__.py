@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -11,7 +13,8 @@ from stream_jobs.engine.detectors.mahalanobis import MahalanobisPCADetector
 from stream_jobs.engine.detectors.zscore import ZScoreDetector
 
 __all__ = [
-    "Detector", "restore_detector", "standard_detectors", "isolation_forest", "mahalanobis", "state", "zscore"
+    "Detector", "paper_detectors", "restore_detector", "standard_detectors", "isolation_forest", "mahalanobis", "state",
+    "zscore"
 ]
 
 
@@ -46,5 +49,13 @@ def restore_detector(state: dict) -> Detector:
 
 
 def standard_detectors(seed: int = 0) -> list[Detector]:
-    """The paper's trio (§4.3): z-score, Mahalanobis over principal components, Isolation Forest."""
+    """The paper's trio (§4.3): z-score, Mahalanobis over principal components, Isolation Forest; capped z, and the
+    Mahalanobis distance also along the minor components (see MahalanobisPCADetector)."""
     return [ZScoreDetector(), MahalanobisPCADetector(seed=seed), IsolationForestDetector(seed=seed)]
+
+
+def paper_detectors(seed: int = 0) -> list[Detector]:
+    """The trio as §4.3 writes it: the mean absolute z, the Mahalanobis distance over the principal components that
+    retain 95 % of the variance, Isolation Forest; no cap on z."""
+    return [ZScoreDetector(cap=math.inf), MahalanobisPCADetector(seed=seed, minor_components=False, cap=math.inf),
+            IsolationForestDetector(seed=seed)]

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from stream_jobs.engine.column_stats import nanmean
+from stream_jobs.engine.column_stats import nanmean, nanstd
 from stream_jobs.engine.detectors.state import check_state, decode_array, encode_array
 
 
@@ -20,7 +20,9 @@ class IsolationForestDetector:
     60 windows is fitted six times (five calibration folds and the final forest), and scikit-learn spends ~60 ms
     per fit on per-tree dispatch where this takes a few. Features are drawn among `FEATURE_CANDIDATES` that vary
     across the baseline; a node where none of them varies becomes a leaf. The forest is one flat node table, which
-    is also the detector's JSON state: a restored baseline needs neither pickle nor a refit.
+    is also the detector's JSON state: a restored baseline needs neither pickle nor a refit. Features are compared in
+    float32 as distances from their baseline mean in units of their baseline spread, so a column on a large level (a
+    gauge shifted by 1e6) keeps the resolution of one near 0.
     """
 
     name = "isolation_forest"
@@ -30,6 +32,7 @@ class IsolationForestDetector:
         self.n_estimators = n_estimators
         self.max_samples = max_samples
         self.mean: np.ndarray | None = None
+        self.unit: np.ndarray | None = None  # None: raw features (a forest of earlier versions)
         self.forest: dict[str, np.ndarray] = {}
 
     @property
@@ -43,6 +46,8 @@ class IsolationForestDetector:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN feature is imputed with 0
             self.mean = np.nan_to_num(nanmean(baseline, axis=0))
+            spread = np.nan_to_num(nanstd(baseline, axis=0))
+        self.unit = np.where(spread > 0, spread, 1.0)
         samples = _sample_count(self.max_samples, len(baseline))
         self.forest = grow_forest(self._impute(baseline), self.n_estimators, samples,
                                   np.random.default_rng(self.seed))
@@ -57,9 +62,10 @@ class IsolationForestDetector:
         return 2.0 ** -(total / normaliser if normaliser > 0 else np.ones_like(total))
 
     def _impute(self, windows: np.ndarray) -> np.ndarray:
-        """Missing features at their baseline mean, in float32 as the trees compare them."""
+        """Missing features at their baseline mean, in baseline units and float32 as the trees compare them."""
         windows = np.asarray(windows, dtype=np.float64)
-        return np.where(np.isnan(windows), self.mean, windows).astype(np.float32)
+        filled = np.where(np.isnan(windows), self.mean, windows)
+        return (filled if self.unit is None else (filled - self.mean) / self.unit).astype(np.float32)
 
     def state(self) -> dict:
         """The fitted forest as JSON values."""
@@ -67,6 +73,7 @@ class IsolationForestDetector:
             raise RuntimeError("IsolationForestDetector.state called before fit")
         return {"name": self.name, "seed": self.seed, "n_estimators": self.n_estimators,
                 "max_samples": self.max_samples, "mean": encode_array(self.mean),
+                "unit": None if self.unit is None else encode_array(self.unit),
                 "forest": {key: encode_array(value) for key, value in self.forest.items()}}
 
     @classmethod
@@ -75,6 +82,7 @@ class IsolationForestDetector:
         check_state(state, cls.name)
         detector = cls(state["seed"], state["n_estimators"], state["max_samples"])
         detector.mean = decode_array(state["mean"])
+        detector.unit = decode_array(state["unit"]) if state.get("unit") is not None else None
         detector.forest = {key: decode_array(value).astype(FOREST_DTYPES[key])
                            for key, value in state["forest"].items()}
         return detector

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from stream_jobs.engine.column_stats import nanmean
 from stream_jobs.engine.detectors.state import check_state, decode_array, encode_array
-from stream_jobs.engine.detectors.zscore import capped
+from stream_jobs.engine.detectors.zscore import Z_CAP, capped
 
 # A feature whose baseline spread is below this fraction of its level is constant and dropped.
 SPREAD_FLOOR = 1e-9
@@ -30,7 +31,9 @@ class MahalanobisPCADetector:
     by about f/n, Marchenko–Pastur), so minor variances are pulled toward their mean by min(1, (f/n)²): kept with
     many windows per feature, pooled as in probabilistic PCA with about as many features as windows (the square was
     chosen on Gaussian baselines of 60–600 windows × 20–100 features). What lies outside every baseline direction
-    is scaled by that mean, the residual subspace of Lakhina et al. (SIGCOMM 2004, the paper's [40]).
+    is scaled by that mean, the residual subspace of Lakhina et al. (SIGCOMM 2004, the paper's [40]). With
+    `minor_components` false the distance is the paper's as written: the major components alone, each by its
+    variance, and standardised deviations are capped at `cap` (none for the paper: `math.inf`).
 
     >>> rng = np.random.default_rng(0)
     >>> detector = MahalanobisPCADetector().fit(rng.normal(size=(200, 4)))
@@ -40,11 +43,13 @@ class MahalanobisPCADetector:
 
     name = "mahalanobis"
 
-    def __init__(self, variance: float = 0.95, seed: int = 0):
+    def __init__(self, variance: float = 0.95, seed: int = 0, minor_components: bool = True, cap: float = Z_CAP):
         if not 0.0 < variance <= 1.0:
             raise ValueError(f"variance is {variance}; expected a fraction in (0, 1]")
         self.variance = variance
         self.seed = seed  # the fit is deterministic; the seed keeps the detectors' interface uniform
+        self.minor_components = minor_components
+        self.cap = cap
         self.mean: np.ndarray | None = None
         self.spread = self.kept = self.component_variances = None
         self.axes = self.axis_scales = None
@@ -64,6 +69,8 @@ class MahalanobisPCADetector:
         self.kept = np.isfinite(self.mean) & (self.spread > SPREAD_FLOOR * np.fmax(1.0, np.abs(self.mean)))
         standardised = self._standardise(baseline)
         axes, variances = _principal_axes(standardised)
+        if not self.minor_components:
+            return self._fit_major(axes, variances)
         # at most n/4 major components: with fewer windows behind each, their variances are mostly sampling noise
         # and are better pooled with the minor ones (chosen on the same Gaussian baselines as the pull below)
         self.major_components = min(_components_for(variances, self.variance), max(1, len(baseline) // 4))
@@ -75,6 +82,14 @@ class MahalanobisPCADetector:
         distinct = shrunk != self.residual_variance
         self.axes, self.axis_scales = quantised_axes(axes[distinct])
         self.component_variances = shrunk[distinct]
+        return self
+
+    def _fit_major(self, axes: np.ndarray, variances: np.ndarray) -> "MahalanobisPCADetector":
+        """The components that hold `variance` of the variance, each whitened by its own (floored) variance."""
+        self.major_components = _components_for(variances, self.variance)
+        self.axes, self.axis_scales = quantised_axes(axes[:self.major_components])
+        self.component_variances = np.fmax(variances[:self.major_components], VARIANCE_FLOOR)
+        self.residual_variance = 1.0
         return self
 
     @property
@@ -104,18 +119,19 @@ class MahalanobisPCADetector:
             raise RuntimeError("MahalanobisPCADetector.score called before fit")
         kept = slice(None) if self.kept.all() else self.kept  # every feature, as usual: nothing is copied
         deviation = (windows[:, kept] - self.mean[kept]) / self.spread[kept]
-        return capped(deviation)
+        return capped(deviation, self.cap)
 
     def _whiten(self, standardised: np.ndarray) -> np.ndarray:
-        """Symmetric whitening: each component divided by its spread, the rest by the noise spread, rotated back.
+        """Symmetric whitening: each component divided by its spread, the rest by the noise spread (or left out, with
+        the major components alone: 1/√r = 0), rotated back.
 
         With P the axes, that is x/√r + ((x Pᵀ)(1/√v − 1/√r)) P: one projection and one rotation back, in float32.
         """
         axes = self.axes.astype(np.float32)
-        noise_spread = np.sqrt(self.residual_variance)
+        residual_weight = 1.0 / np.sqrt(self.residual_variance) if self.minor_components else 0.0
         projected = (standardised.astype(np.float32) @ axes.T) * self.axis_scales
-        rescale = 1.0 / np.sqrt(self.component_variances) - 1.0 / noise_spread
-        return standardised / noise_spread + ((projected * rescale) * self.axis_scales).astype(np.float32) @ axes
+        rescale = 1.0 / np.sqrt(self.component_variances) - residual_weight
+        return standardised * residual_weight + ((projected * rescale) * self.axis_scales).astype(np.float32) @ axes
 
     def state(self) -> dict:
         """The fitted baseline as JSON values."""
@@ -124,6 +140,7 @@ class MahalanobisPCADetector:
         arrays = {"mean": self.mean, "spread": self.spread, "kept": self.kept, "axes": self.axes,
                   "axis_scales": self.axis_scales, "component_variances": self.component_variances}
         return {"name": self.name, "variance": self.variance, "seed": self.seed,
+                "minor_components": self.minor_components, "cap": None if math.isinf(self.cap) else self.cap,
                 "major_components": self.major_components, "residual_variance": self.residual_variance,
                 **{key: encode_array(value) for key, value in arrays.items()}}
 
@@ -131,7 +148,9 @@ class MahalanobisPCADetector:
     def from_state(cls, state: dict) -> "MahalanobisPCADetector":
         """A fitted detector equal to the one whose `state()` this is."""
         check_state(state, cls.name)
-        detector = cls(state["variance"], state["seed"])
+        cap = state.get("cap", Z_CAP)
+        detector = cls(state["variance"], state["seed"], state.get("minor_components", True),
+                       math.inf if cap is None else cap)
         detector.mean, detector.spread = decode_array(state["mean"]), decode_array(state["spread"])
         detector.kept = decode_array(state["kept"]).astype(bool)
         if "axes" in state:

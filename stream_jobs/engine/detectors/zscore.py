@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -11,6 +12,8 @@ from stream_jobs.engine.detectors.state import check_state, decode_array, encode
 
 # |z| is capped so that one channel that was constant in the baseline cannot dominate a score on its own.
 Z_CAP = 50.0
+# A spread below this share of a feature's level is float64's rounding of the level, not a spread.
+PRECISION_FLOOR = 1e-9
 
 
 def capped(z: np.ndarray, cap: float = Z_CAP) -> np.ndarray:
@@ -20,13 +23,16 @@ def capped(z: np.ndarray, cap: float = Z_CAP) -> np.ndarray:
 
 
 class ZScoreDetector:
-    """Standardises features by the baseline's mean and spread; NaN features take no part."""
+    """Standardises features by the baseline's mean and spread; NaN features take no part. |z| is capped at `cap`
+    (the paper's mean absolute z has no cap: `math.inf`). The spread is floored only by `absolute_floor` and by
+    `PRECISION_FLOOR` of the feature's level, where float64 stops resolving it, so a column shifted and scaled
+    (a·x + b) keeps its z."""
 
     name = "zscore"
 
-    def __init__(self, relative_floor: float = 1e-3, absolute_floor: float = 1e-9):
-        self.relative_floor = relative_floor
+    def __init__(self, absolute_floor: float = 1e-9, cap: float = Z_CAP):
         self.absolute_floor = absolute_floor
+        self.cap = cap
         self.mean: np.ndarray | None = None
         self.scale: np.ndarray | None = None
 
@@ -39,7 +45,7 @@ class ZScoreDetector:
             warnings.simplefilter("ignore", RuntimeWarning)
             self.mean = nanmean(baseline, axis=0)
             spread = nanstd(baseline, axis=0)
-        floor = self.relative_floor * np.abs(np.nan_to_num(self.mean)) + self.absolute_floor
+        floor = PRECISION_FLOOR * np.abs(np.nan_to_num(self.mean)) + self.absolute_floor
         self.scale = np.fmax(np.nan_to_num(spread), floor)
         return self
 
@@ -47,7 +53,7 @@ class ZScoreDetector:
         """Signed, capped z of every feature of every window; NaN where the feature or its baseline is missing."""
         if self.mean is None:
             raise RuntimeError("ZScoreDetector.z called before fit")
-        return np.clip((windows - self.mean) / self.scale, -Z_CAP, Z_CAP)
+        return np.clip((windows - self.mean) / self.scale, -self.cap, self.cap)
 
     def score(self, windows: np.ndarray) -> np.ndarray:
         return self.score_of_z(self.z(windows))
@@ -68,13 +74,15 @@ class ZScoreDetector:
         """The fitted baseline as JSON values."""
         if self.mean is None:
             raise RuntimeError("ZScoreDetector.state called before fit")
-        return {"name": self.name, "relative_floor": self.relative_floor, "absolute_floor": self.absolute_floor,
+        return {"name": self.name, "absolute_floor": self.absolute_floor,
+                "cap": None if math.isinf(self.cap) else self.cap,
                 "mean": encode_array(self.mean), "scale": encode_array(self.scale)}
 
     @classmethod
     def from_state(cls, state: dict) -> "ZScoreDetector":
         """A fitted detector equal to the one whose `state()` this is."""
         check_state(state, cls.name)
-        detector = cls(state["relative_floor"], state["absolute_floor"])
+        cap = state.get("cap", Z_CAP)
+        detector = cls(state["absolute_floor"], math.inf if cap is None else cap)
         detector.mean, detector.scale = decode_array(state["mean"]), decode_array(state["scale"])
         return detector

@@ -129,6 +129,34 @@ def test_calibration_scores_each_block_with_detectors_that_never_saw_it():
                                   ZScoreDetector().fit(baseline[:6]).score(baseline[:6]))
 
 
+class NearestTrainedWindow:
+    """Scores each window by how many windows away the nearest window it was fitted on lies (feature 0: the index)."""
+
+    name = "nearest"
+
+    def fit(self, baseline):
+        self.trained = baseline[:, 0]
+        return self
+
+    def score(self, windows):
+        return np.abs(windows[:, :1] - self.trained[None, :]).min(axis=1)
+
+
+def test_calibration_leaves_out_the_windows_that_overlap_a_block():
+    baseline = np.arange(100.0)[:, None]
+    assert out_of_fold_scores(NearestTrainedWindow(), baseline, folds=5).min() == 1
+    assert out_of_fold_scores(NearestTrainedWindow(), baseline, folds=5, gap=11).min() == 12
+    in_sample = out_of_fold_scores(NearestTrainedWindow(), baseline[:30], folds=2, gap=14)  # too few left to fit on
+    np.testing.assert_array_equal(in_sample, np.zeros(30))
+
+
+def test_paper_mode_judges_with_the_trio_as_the_paper_writes_it():
+    zscore, mahalanobis, _ = DetectorEnsemble(mode="paper").detectors
+    assert zscore.cap == np.inf and not mahalanobis.minor_components and mahalanobis.cap == np.inf
+    zscore, mahalanobis, _ = DetectorEnsemble(mode="calibrated").detectors
+    assert zscore.cap < np.inf and mahalanobis.minor_components
+
+
 def test_ensemble_accepts_any_detectors_with_the_interface():
     ensemble = DetectorEnsemble([ZScoreDetector(), IsolationForestDetector(seed=3)], min_agreement=1)
     verdicts = ensemble.fit(windows(0)).judge(shifted(2, count=5))

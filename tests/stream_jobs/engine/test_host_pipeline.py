@@ -1,8 +1,8 @@
 """One host's pipeline over synthetic frames: a step is flagged and attributed to its channel, a clean run stays
 quiet, static channels take no part, a replay equals the live run, hosts refit at their own phase, and a window's
 claim tells of a channel of the subsystem it is named after, memory work moving with a fork storm names CPU while
-held memory names memory, and a pruned channel that only fails to follow its representative's fault is not told
-of."""
+held memory names memory, a pruned channel that only fails to follow its representative's fault is not told
+of, and the paper's mode judges every channel with the paper's trio and keeps its fit."""
 
 import numpy as np
 
@@ -168,3 +168,26 @@ def test_a_disk_s_sectors_are_bytes_judged_against_the_traffic_floor():
     flagged = lambda verdicts: [v for v in verdicts if v.anomalous and v.start_ns >= T0 + 150 * 10**9]
     assert flagged(sectors_run(32.0)) == []
     assert flagged(sectors_run(40960.0))
+
+
+def test_the_papers_mode_judges_every_channel_with_the_papers_trio_and_keeps_its_fit():
+    """Of two channels that move together correlation pruning keeps one; the paper's trio (§4.3) judges both, as the
+    table is the diagnostic space §4.1 chose, and is not fitted again while it judges."""
+    rng = np.random.default_rng(6)
+    shared = rng.normal(size=3000)
+    values = np.column_stack([shared, shared + 0.1 * rng.normal(size=3000), rng.normal(size=3000)])
+    table = ChannelTable(("cpu.a", "cpu.b", "net.c"), ("gauge",) * 3, ("cpu", "cpu", "network"))
+
+    def judged(mode):
+        pipeline = HostPipeline(table, EngineSettings(warmup_windows=60, mode=mode, refit_every=20, baseline_stride=1))
+        first = None
+        for step, row in enumerate(values):
+            pipeline.push(T0 + step * 10**8, row)
+            if first is None and pipeline.baseline_ready:
+                first = [threshold.threshold for threshold in pipeline.ensemble.thresholds]
+        return pipeline, first == [threshold.threshold for threshold in pipeline.ensemble.thresholds]
+
+    (calibrated, calibrated_kept_fit), (paper, paper_kept_fit) = judged("calibrated"), judged("paper")
+    assert calibrated.kept[:2].sum() == 1 and calibrated.kept[2] and not calibrated_kept_fit
+    assert paper.kept.all() and paper.selection is None and paper_kept_fit
+    assert not paper.ensemble.detectors[1].minor_components

@@ -81,11 +81,12 @@ def test_a_tenth_of_a_percent_more_io_stall_is_not_an_event_but_ten_percent_is()
 def test_a_count_of_sockets_moving_by_one_is_not_an_event_but_twenty_more_are():
     def sockets(extra_after):
         return lambda t, rng: [40 + (rng.random() < 0.01) + (extra_after(t) if t >= 200 else 0), 1000.0 * t]
-    flips = _judge_steps(("sock.tcp_inuse", "net.tx_packets"), ("gauge", "counter"),
-                         sockets(lambda t: int(t * 10) % 2))
+    names, kinds, units = ("sock.tcp_inuse", "net.tx_packets"), ("gauge", "counter"), ("sockets", "packets")
+    flips = _judge_steps(names, kinds, sockets(lambda t: int(t * 10) % 2), units=units)
     assert not any(v.anomalous for v in flips), "a socket count flipping by one is its resolution"
-    more = [v for v in _judge_steps(("sock.tcp_inuse", "net.tx_packets"), ("gauge", "counter"), sockets(lambda t: 20))
-            if v.anomalous]
+    assert any(v.anomalous for v in _judge_steps(names, kinds, sockets(lambda t: int(t * 10) % 2))), \
+        "in a table without units no column is known to count things"
+    more = [v for v in _judge_steps(names, kinds, sockets(lambda t: 20), units=units) if v.anomalous]
     assert more and more[0].evidence[0].channel == "sock.tcp_inuse"
 
 
@@ -94,12 +95,13 @@ def test_a_count_moves_by_its_natural_spread_before_it_counts():
     spread; forty are not. Of four connections, two closing is a count's spread too."""
     def sockets(extra):
         return lambda t, rng: [70 + (extra if t >= 200 else 0), 1000.0 * t]
-    names, kinds = ("sock.sockets_used", "net.tx_packets"), ("gauge", "counter")
-    assert not any(v.anomalous for v in _judge_steps(names, kinds, sockets(4)))
-    assert not any(v.anomalous for v in _judge_steps(names, kinds, sockets(12)))
+    names, kinds, units = ("sock.sockets_used", "net.tx_packets"), ("gauge", "counter"), ("sockets", "packets")
+    assert not any(v.anomalous for v in _judge_steps(names, kinds, sockets(4), units=units))
+    assert not any(v.anomalous for v in _judge_steps(names, kinds, sockets(12), units=units))
     assert not any(v.anomalous for v in _judge_steps(("snmp.Tcp.CurrEstab", "net.tx_packets"), kinds,
-                                                      lambda t, rng: [4 - (2 if t >= 200 else 0), 1000.0 * t]))
-    more = [v for v in _judge_steps(names, kinds, sockets(40)) if v.anomalous]
+                                                      lambda t, rng: [4 - (2 if t >= 200 else 0), 1000.0 * t],
+                                                      units=("", "packets")))
+    more = [v for v in _judge_steps(names, kinds, sockets(40), units=units) if v.anomalous]
     assert more and more[0].evidence[0].channel == "sock.sockets_used"
 
 

@@ -1,8 +1,10 @@
-"""Properties of the whole engine on a table without units: its verdicts do not move when a column is shifted and
-scaled, the same data judged at a stride of 1 s and of 0.5 s gives the same runs of flagged windows within a stride,
-and a stationary table judged against another sample of the same process flags nothing."""
+"""Properties of the whole engine on a table without units: its verdicts, in either mode, do not move when a column is
+shifted and scaled (nor do the other columns' when a near-constant one is), the same data judged at a stride of 1 s
+and of 0.5 s gives the same runs of flagged windows within a stride, and a stationary table judged against another
+sample of the same process flags nothing."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from stream_jobs.engine.settings import EngineSettings
@@ -65,3 +67,54 @@ def test_the_same_data_at_half_the_stride_gives_the_same_runs_within_a_stride():
 def test_a_stationary_table_judged_against_another_sample_of_it_flags_nothing():
     _, verdicts = judge_host(table(5, 900), table(6, 900), EngineSettings())
     assert len(verdicts) > 800 and not any(v.anomalous for v in verdicts)
+
+
+def wide_table(seed: int, seconds: int, step_at_s: int | None = None, moved: int | None = None):
+    """Twenty unit-normal gauges at 10 Hz; channel 3 steps up by 6 σ from `step_at_s` for 60 s; channel `moved` is
+    scaled by 1,000 and shifted by 1e6."""
+    values = np.random.default_rng(seed).normal(size=(seconds * 10, 20))
+    if step_at_s is not None:
+        values[step_at_s * 10:(step_at_s + 60) * 10, 3] += 6.0
+    if moved is not None:
+        values[:, moved] = 1_000.0 * values[:, moved] + 1e6
+    return host_table([f"c{i:02d}" for i in range(20)], values)
+
+
+def host_table(names: list[str], values: np.ndarray):
+    timestamps = T0_NS + np.arange(len(values), dtype=np.int64) * 100_000_000
+    return repaired_host("h", "c", gauge_channels(names), timestamps, values, empty_repairs())
+
+
+@pytest.mark.parametrize("mode", ["calibrated", "paper"])
+@pytest.mark.parametrize("moved", [3, 11])
+def test_flags_do_not_move_when_one_of_twenty_columns_is_scaled_by_1000_and_shifted_by_1e6(mode, moved):
+    settings_ = EngineSettings(mode=mode)
+    _, plain = judge_host(wide_table(1, 300, step_at_s=150), wide_table(2, 600), settings_)
+    _, scaled = judge_host(wide_table(1, 300, step_at_s=150, moved=moved), wide_table(2, 600, moved=moved), settings_)
+    assert [v.anomalous for v in plain] == [v.anomalous for v in scaled]
+    assert sum(v.anomalous for v in plain) >= 30, "the step is found"
+
+
+def hundredths_table(seed: int, seconds: int, fault_at_s: int | None = None, scaled: bool = False):
+    """Twelve gauges written to two decimals, as min-max scaled data is: noisy ones around 0.40, and m02 near-constant
+    at 0.50 (0.51 in 0.3 % of samples); m05–m08 rise by 0.03 from `fault_at_s` for 40 s. `scaled`: m02 as
+    1,000 m02 + 1e6 (whole numbers)."""
+    rng = np.random.default_rng(seed)
+    hundredths = np.round(rng.normal(40.0, 3.0, (seconds * 10, 12)))
+    hundredths[:, 1] = 50 + (rng.random(seconds * 10) < 0.003)
+    if fault_at_s is not None:
+        hundredths[fault_at_s * 10:(fault_at_s + 40) * 10, 4:8] += 3
+    values = hundredths / 100
+    if scaled:
+        values[:, 1] = 10 * hundredths[:, 1] + 1e6
+    return host_table([f"m{i:02d}" for i in range(1, 13)], values)
+
+
+@pytest.mark.parametrize("mode", ["calibrated", "paper"])
+def test_scaling_a_near_constant_column_moves_no_other_columns_verdict(mode):
+    settings_ = EngineSettings(mode=mode)
+    verdicts = [judge_host(hundredths_table(1, 400, fault_at_s=200, scaled=scaled),
+                           hundredths_table(2, 900, scaled=scaled), settings_)[1] for scaled in (False, True)]
+    plain, moved = ([(v.anomalous, [c for c in v.ranked_channels if c != "m02"]) for v in run] for run in verdicts)
+    assert plain == moved
+    assert sum(flagged for flagged, _ in plain) >= 10, "the fault is found"

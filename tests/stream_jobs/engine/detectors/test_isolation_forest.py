@@ -1,5 +1,6 @@
 """The Isolation Forest detector: scores that agree with scikit-learn's, splits that divide their windows within the
-depth limit, a forest decided by its seed, missing values imputed, and a restored forest scoring the same."""
+depth limit, a forest decided by its seed, missing values imputed, scores that do not move when a feature is scaled
+and shifted, and a restored forest scoring the same."""
 
 import json
 
@@ -78,3 +79,20 @@ def test_restored_forest_needs_no_refit_and_scores_the_same():
     restored = IsolationForestDetector.from_state(state)
     assert (restored.seed, restored.n_estimators) == (5, 20)
     np.testing.assert_array_equal(restored.score(gaussian(1)), detector.score(gaussian(1)))
+
+
+def test_scores_do_not_move_when_a_feature_is_scaled_and_put_on_a_large_level():
+    """A feature 1,000 times wider on a level of 1e8, where float32 resolves 8 and its spread is 3,000."""
+    baseline, probe = gaussian(0), np.vstack([gaussian(1, count=50), gaussian(2, count=5) + 9.0])
+    moved = lambda windows: np.column_stack([1_000.0 * windows[:, 0] + 1e8, windows[:, 1:]])
+    plain = IsolationForestDetector(seed=4).fit(baseline).score(probe)
+    np.testing.assert_allclose(IsolationForestDetector(seed=4).fit(moved(baseline)).score(moved(probe)), plain,
+                               rtol=1e-6)
+
+
+def test_a_state_of_an_earlier_version_compares_raw_features():
+    detector = IsolationForestDetector(seed=5, n_estimators=20).fit(gaussian(0))
+    state = json.loads(json.dumps(detector.state(), allow_nan=False))
+    del state["unit"]
+    restored, probe = IsolationForestDetector.from_state(state), gaussian(1)
+    np.testing.assert_array_equal(restored.score((probe - detector.mean) / detector.unit), detector.score(probe))

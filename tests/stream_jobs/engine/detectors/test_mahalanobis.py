@@ -1,8 +1,10 @@
 """The Mahalanobis detector over principal components: the share of variance kept, fixed component signs, contributions
-as shares of the distance, constant and missing features dropped, capped extremes, and its state round trip."""
+as shares of the distance, constant and missing features dropped, capped extremes, the paper's distance over the major
+components alone, and its state round trip."""
 
 import doctest
 import json
+import math
 
 import numpy as np
 import pytest
@@ -168,3 +170,38 @@ def test_axes_pooled_into_the_residual_are_dropped_without_changing_any_distance
     expected = np.sqrt((projected ** 2 / variances).sum(axis=1)
                        + ((deviation ** 2).sum(axis=1) - (projected ** 2).sum(axis=1)) / detector.residual_variance)
     np.testing.assert_allclose(detector.score(windows), expected, rtol=2e-3)
+
+
+def papers_distance(baseline, windows, share=0.95):
+    """§4.3 as written: standardise by the baseline, project onto the components that hold `share` of the variance,
+    Mahalanobis distance over those alone."""
+    mean, spread = baseline.mean(axis=0), baseline.std(axis=0)
+    variances, axes = np.linalg.eigh(np.cov(((baseline - mean) / spread).T, bias=True))
+    variances, axes = variances[::-1], axes[:, ::-1]
+    major = int(np.searchsorted(np.cumsum(variances) / variances.sum(), share) + 1)
+    projected = ((windows - mean) / spread) @ axes[:, :major]
+    return np.sqrt((projected ** 2 / variances[:major]).sum(axis=1))
+
+
+def test_without_minor_components_the_distance_is_the_papers_over_the_major_ones():
+    detector = MahalanobisPCADetector(minor_components=False, cap=math.inf).fit(low_rank(0))
+    np.testing.assert_allclose(detector.score(low_rank(1, count=50)), papers_distance(low_rank(0), low_rank(1, 50)),
+                               rtol=1e-3)
+    assert detector.major_components == 3
+
+
+def test_a_departure_outside_the_major_components_is_seen_only_with_the_minor_ones():
+    """One feature off the three factors' plane by 20 times the noise."""
+    baseline, probe = low_rank(0), low_rank(1, count=1)
+    probe[0, 0] += 1.0
+    paper = MahalanobisPCADetector(minor_components=False).fit(baseline)
+    full = MahalanobisPCADetector().fit(baseline)
+    assert full.score(probe)[0] > 2 * np.quantile(full.score(low_rank(2)), 0.99)
+    assert paper.score(probe)[0] < np.quantile(paper.score(low_rank(2)), 0.99)
+
+
+def test_state_round_trip_keeps_the_papers_distance():
+    detector = MahalanobisPCADetector(minor_components=False, cap=math.inf).fit(low_rank(0))
+    restored = MahalanobisPCADetector.from_state(json.loads(json.dumps(detector.state(), allow_nan=False)))
+    assert not restored.minor_components and restored.cap == math.inf
+    np.testing.assert_array_equal(restored.score(low_rank(1)), detector.score(low_rank(1)))

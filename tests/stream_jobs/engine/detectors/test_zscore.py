@@ -1,7 +1,9 @@
 """The z-score detector: shifted windows outscore baseline ones, constant and missing features cannot blow the score
-up, contributions are absolute z, and its state restores mean and scale."""
+up, contributions are absolute z, z does not move when a feature is shifted and scaled, the paper's has no cap, and
+its state restores mean and scale."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -64,11 +66,28 @@ def test_contributions_are_absolute_z_with_missing_features_at_zero():
 def test_state_restores_mean_and_scale_including_missing_baselines():
     data = baseline()
     data[:, 4] = np.nan
-    detector = ZScoreDetector(relative_floor=1e-2).fit(data)
+    detector = ZScoreDetector(absolute_floor=1e-6, cap=math.inf).fit(data)
     restored = ZScoreDetector.from_state(json.loads(json.dumps(detector.state(), allow_nan=False)))
     np.testing.assert_array_equal(restored.mean, detector.mean)
     np.testing.assert_array_equal(restored.scale, detector.scale)
-    assert restored.relative_floor == 1e-2 and restored.fitted and not ZScoreDetector().fitted
+    assert restored.absolute_floor == 1e-6 and restored.cap == math.inf
+    assert restored.fitted and not ZScoreDetector().fitted
+
+
+def test_z_does_not_move_when_a_feature_is_shifted_and_scaled():
+    data, probe = baseline(), baseline(seed=6)[:20]
+    probe[:, 1] += 9.0
+    moved = np.array([1.0, 1_000.0, 1.0, 1e-3, 1.0, 1.0]), np.array([0.0, 1e6, 0.0, -5e4, 0.0, 0.0])
+    plain = ZScoreDetector().fit(data).z(probe)
+    scaled = ZScoreDetector().fit(data * moved[0] + moved[1]).z(probe * moved[0] + moved[1])
+    np.testing.assert_allclose(scaled, plain, rtol=1e-6, atol=1e-6)
+
+
+def test_the_papers_mean_absolute_z_has_no_cap():
+    data = baseline()
+    probe = data[:1] + 1_000.0  # about 500 σ on every feature
+    assert ZScoreDetector().fit(data).score(probe)[0] == Z_CAP
+    assert ZScoreDetector(cap=math.inf).fit(data).score(probe)[0] > 5 * Z_CAP
 
 
 def test_capping_is_numpy_s_clip_of_nan_to_num_to_the_bit():
