@@ -1,10 +1,11 @@
 """The table of collectors of one agent, each read at its own interval, and the catalog that orders their channels.
 
-A source read less often than every tick holds its last values in the frames between reads. Frames list every
-source's channels in source order, so a catalog is the concatenation of the sources' channel lists. A source whose reads
-take more than its time budget is read less often (its interval doubles, up to a limit), so one slow source cannot
-stall the tick. Sources read from files whose layout the compiled scanner holds are read together, in one call per
-tick straight into the frame (a ScanBatch), or for many ticks in one call that also keeps the schedule
+A source read less often than every tick holds its last values in the frames between reads. The registry lays its
+frame out source by source, and hands frames out in the catalog's canonical order (schemas.agent_records), so a
+host's channels keep one layout and one version across restarts whatever order its sources list them in. A source
+whose reads take more than its time budget is read less often (its interval doubles, up to a limit), so one slow
+source cannot stall the tick. Sources read from files whose layout the compiled scanner holds are read together, in
+one call per tick straight into the frame (a ScanBatch), or for many ticks in one call that also keeps the schedule
 (`sample_ticks`); a file the batch cannot vouch for is read again by its collector.
 """
 
@@ -20,7 +21,7 @@ import numpy as np
 
 from producers.collectors.base import Collector
 from producers.fast_read.scanned_layout import ScannedLayout, new_batch
-from schemas.agent_records import Catalog, Channel
+from schemas.agent_records import Catalog, Channel, canonical_order
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,7 @@ def _due_between(every_ticks: int, first_tick: int, end_tick: int) -> bool:
 
 
 class CollectorRegistry:
-    """Collects every available source into one vector, in source order; a source's new channel list makes a new
+    """Collects every available source into one vector, in catalog order; a source's new channel list makes a new
     catalog version."""
 
     def __init__(self, collectors: list[Collector], host: str, cluster: str, interval_s: float,
@@ -85,7 +86,8 @@ class CollectorRegistry:
                         for c in collectors if c.available()]
         self._clock = clock
         self._width = 0
-        self._frame = np.empty(0)
+        self._frame = np.empty(0)  # source by source
+        self._order: np.ndarray | None = None  # the frame's positions in catalog order; None when they are in it
         self.catalog = Catalog(host, cluster, (), interval_s, version=1)
         self._batch = new_batch() if batch_reads else None
         self._batched: list[tuple[SourceState, ScannedLayout, int]] = []
@@ -115,7 +117,7 @@ class CollectorRegistry:
             if source.batch_index < 0 and tick % source.every_ticks == 0:
                 changed |= self._read_into(source)
         self._settle_frame(changed)
-        return self._frame.copy(), changed
+        return self._in_catalog_order(self._frame), changed
 
     @property
     def has_scanner(self) -> bool:
@@ -144,25 +146,35 @@ class CollectorRegistry:
         rows = np.empty((capacity, len(self._frame)))
         rows[0] = self._frame
         ticks, walls, lags = (np.empty(capacity, dtype=np.int64) for _ in range(3))
+        catalog, order = self.catalog, self._order
         filled, trouble, _ = self._batch.read_ticks(start_ns, interval_ns, last_tick, end_tick, rows, ticks, walls,
                                                     lags)
         announce = changed or self._unannounced
         self._unannounced = announce and not filled  # a loop a signal ended before its first tick announces nothing
-        lags_s = (lags[:filled] * 1e-9).tolist()
-        sampled = [SampledTick(tick, wall_ns, lag_s, row, self.catalog, announce and i == 0)
+        relaid = self._after_loop(rows[:filled], trouble, due) if filled else False
+        in_order = rows[:filled] if order is None else rows[:filled, order]
+        sampled = [SampledTick(tick, wall_ns, lag_s, row, catalog, announce and i == 0)
                    for i, (tick, wall_ns, lag_s, row) in enumerate(zip(ticks[:filled].tolist(),
-                                                                       walls[:filled].tolist(), lags_s, rows))]
-        if filled:
-            self._frame = rows[filled - 1].copy()
-            relaid = self._after_batch(*trouble) if trouble is not None else False
-            self._settle_frame(relaid)
-            explainers = [source for source in due if source.collector.explains_load]
-            relaid |= self._read_explanations(explainers, None if relaid else rows[:filled])
-            if relaid or trouble is not None:  # the last tick as handled after the loop, in the catalog now
-                last = sampled[-1]
-                sampled[-1] = SampledTick(last.tick, last.wall_ns, last.lag_s, self._frame.copy(), self.catalog,
-                                          last.catalog_changed or relaid)
+                                                                       walls[:filled].tolist(),
+                                                                       (lags[:filled] * 1e-9).tolist(), in_order))]
+        if relaid or (filled and trouble is not None):  # the last tick as handled after the loop, in the catalog now
+            last = sampled[-1]
+            sampled[-1] = SampledTick(last.tick, last.wall_ns, last.lag_s, self._in_catalog_order(self._frame),
+                                      self.catalog, last.catalog_changed or relaid)
         return sampled
+
+    def _after_loop(self, rows: np.ndarray, trouble, due: list[SourceState]) -> bool:
+        """Take up the loop's last row, handle its trouble and read the sources that explain load into its rows;
+        True when a channel list changed."""
+        self._frame = rows[-1].copy()
+        relaid = self._after_batch(*trouble) if trouble is not None else False
+        self._settle_frame(relaid)
+        explainers = [source for source in due if source.collector.explains_load]
+        return self._read_explanations(explainers, None if relaid else rows) or relaid
+
+    def _in_catalog_order(self, values: np.ndarray) -> np.ndarray:
+        """A copy of a frame laid out source by source, in catalog order."""
+        return values.copy() if self._order is None else values[self._order]
 
     def _read_explanations(self, sources: list[SourceState], rows: np.ndarray | None) -> bool:
         """Read, after a loop, the sources that explain load, and let their reading stand for every tick of it (the
@@ -273,7 +285,9 @@ class CollectorRegistry:
                                                 f"and {source.collector.source}")
                 channels.append(source.collector.describe(name))
         self._width = len(channels)
-        self.catalog = Catalog(self.host, self.cluster, tuple(channels), self.interval_s)
+        order = canonical_order([c.name for c in channels])
+        self._order = None if order == list(range(len(order))) else np.asarray(order, dtype=np.intp)
+        self.catalog = Catalog(self.host, self.cluster, tuple(channels[i] for i in order), self.interval_s)
         log.info("catalog of %s now has %d channels (version %d)", self.host, self._width, self.catalog.version)
 
     def _keep_within_budget(self, source: SourceState, elapsed_s: float) -> None:

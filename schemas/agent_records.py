@@ -7,9 +7,10 @@ encodes ten frames a second for ever, and its process never loads fastavro (~9 M
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property, lru_cache
 
@@ -53,7 +54,8 @@ def shared_channel(name: str, subsystem: str, kind: str, unit: str = "", device:
 
 @dataclass(frozen=True)
 class Catalog:
-    """The ordered channel list of one host; frames carry its version and values in this order."""
+    """The ordered channel list of one host; frames carry its version and values in this order. Agents list the
+    channels in `canonical_order`, so that one set of channels has one layout as well as one version."""
 
     host: str
     cluster: str
@@ -83,18 +85,49 @@ class Catalog:
 
     @classmethod
     def from_record(cls, record: dict) -> "Catalog":
+        """The catalog a record describes, keeping the version it claims (its frames name it) once checked against
+        its channels: recordings made before versions ignored order claim their ordered list's fingerprint."""
         channels = tuple(shared_channel(**c) for c in record["channels"])
-        catalog = cls(record["host"], record["cluster"], channels, record["interval_s"])
-        if catalog.version != record["version"]:
+        if record["version"] not in (catalog_fingerprint(channels), ordered_fingerprint(channels)):
             raise ValueError(f"catalog of {record['host']!r} claims version {record['version']} "
-                             f"but its channels fingerprint to {catalog.version}")
-        return catalog
+                             f"but its channels fingerprint to {catalog_fingerprint(channels)}")
+        return cls(record["host"], record["cluster"], channels, record["interval_s"], record["version"])
 
 
-def catalog_fingerprint(channels: tuple[Channel, ...]) -> int:
-    """A stable 31-bit fingerprint of the channel list; equal lists give equal versions on every host."""
-    text = "\n".join(f"{c.name}|{c.subsystem}|{c.kind}|{c.unit}|{c.device}" for c in channels)
-    return zlib.crc32(text.encode()) & 0x7FFFFFFF or 1
+def catalog_fingerprint(channels: Iterable[Channel]) -> int:
+    """A stable 31-bit fingerprint of the set of channels, whatever their order: equal sets give equal versions on
+    every host and in every run."""
+    return _crc31(sorted(_declaration(c) for c in channels))
+
+
+def ordered_fingerprint(channels: Iterable[Channel]) -> int:
+    """The fingerprint of the channel list in its order, which catalogs were versioned by before it was ignored."""
+    return _crc31(_declaration(c) for c in channels)
+
+
+def _declaration(channel: Channel) -> str:
+    return f"{channel.name}|{channel.subsystem}|{channel.kind}|{channel.unit}|{channel.device}"
+
+
+def _crc31(lines: Iterable[str]) -> int:
+    return zlib.crc32("\n".join(lines).encode()) & 0x7FFFFFFF or 1
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def canonical_order(names: Sequence[str]) -> list[int]:
+    """The positions of `names` in a catalog's canonical order, by name with numbers compared as numbers (cpu2
+    before cpu10): the order is then a property of the set of channels, as the version is.
+
+    >>> canonical_order(["irq.RES.cpu0", "irq.36.cpu10", "irq.36.cpu2"])
+    [2, 1, 0]
+    """
+    return sorted(range(len(names)), key=lambda i: (_natural_key(names[i]), names[i]))
+
+
+def _natural_key(name: str) -> tuple:
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(_DIGITS.split(name)))
 
 
 @dataclass(frozen=True, eq=False)

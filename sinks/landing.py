@@ -11,8 +11,10 @@ from sinks.clickhouse import ClickHouseWriter
 from sinks.rows import alert_row, anomaly_row, catalog_row, frame_row
 from stream_jobs.records import StageOutput
 
-SAVED_BASELINE_SQL = ("SELECT state FROM baselines FINAL WHERE host = {host:String} AND "
-                      "catalog_version = {version:UInt32} ORDER BY saved_at DESC LIMIT 1")
+# The host's latest baseline of this catalog version, else its latest of any (which a restart can then say why it
+# does not resume).
+SAVED_BASELINE_SQL = ("SELECT state, catalog_version FROM baselines FINAL WHERE host = {host:String} "
+                      "ORDER BY catalog_version = {version:UInt32} DESC, saved_at DESC LIMIT 1")
 
 # Each incident of a host whose events hold no close: what a run that stopped without closing them (killed, crashed)
 # left open.
@@ -94,9 +96,10 @@ class ClickHouseLanding:
         return self.writer.embedded_memory_bytes()
 
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
-        """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again."""
+        """The latest baseline stored for this host and catalog, so a restarted worker does not learn it again;
+        else the host's latest of another catalog, whose catalog_version says which."""
         _, rows = self.writer.query(SAVED_BASELINE_SQL, {"host": host, "version": catalog_version})
-        return json.loads(rows[0][0]) if rows else None
+        return {**json.loads(rows[0][0]), "catalog_version": rows[0][1]} if rows else None
 
     def close(self) -> None:
         self.writer.close()

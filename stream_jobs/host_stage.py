@@ -18,6 +18,7 @@ import numpy as np
 
 from schemas.channels import CPU_BUSY_PCT_ALL, GPU_UTILIZATION_PREFIX
 from schemas.records import Catalog, Frame
+from stream_jobs.engine.baseline_fit import why_not_resumed
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.host_pipeline import HostPipeline
 from stream_jobs.engine.settings import refit_phase
@@ -46,9 +47,11 @@ class StageCounters:
 class HostStage:
     """Per-host engine state for every host this shell sees."""
 
-    def __init__(self, settings: EngineSettings = EngineSettings(), baseline_loader: BaselineLoader | None = None):
+    def __init__(self, settings: EngineSettings = EngineSettings(), baseline_loader: BaselineLoader | None = None,
+                 baselines_stored_in: str = ""):
         self.settings = settings
         self.baseline_loader = baseline_loader
+        self.baselines_stored_in = baselines_stored_in  # where the loader looks, for the console
         self.catalogs: dict[str, dict[int, Catalog]] = defaultdict(dict)
         self.pipelines: dict[str, tuple[int, HostPipeline]] = {}
         self.counters = StageCounters()
@@ -169,7 +172,7 @@ class HostStage:
         settings = self.settings if catalog.interval_s == self.settings.interval_s else \
             EngineSettings(**{**self.settings.__dict__, "interval_s": catalog.interval_s})
         pipeline = HostPipeline(table, settings, refit_phase(catalog.host, settings.refit_every))
-        restored = self._restore(catalog, pipeline)
+        restored = self._restore(catalog, pipeline, first=current is None)
         if current is not None and not restored:
             self._carry_over(catalog, current[1], pipeline)
         self.pipelines[catalog.host] = (catalog.version, pipeline)
@@ -186,12 +189,20 @@ class HostStage:
                  "the baseline is learned again (%d windows)", catalog.host, catalog.version, added, removed, carried,
                  pipeline.settings.warmup_windows)
 
-    def _restore(self, catalog: Catalog, pipeline: HostPipeline) -> bool:
-        saved = self.baseline_loader(catalog.host, catalog.version) if self.baseline_loader else None
-        if saved is not None and pipeline.restore(saved):
+    def _restore(self, catalog: Catalog, pipeline: HostPipeline, first: bool) -> bool:
+        """Resume the host's stored baseline where it fits; for the host's first pipeline (a restart), the console
+        says why it does not (a later catalog change tells its own story)."""
+        if self.baseline_loader is None:
+            return False
+        saved = self.baseline_loader(catalog.host, catalog.version)
+        misfit = why_not_resumed(saved, catalog.version, pipeline.signal_names, pipeline.settings.learned_with(),
+                                 self.baselines_stored_in)
+        if not misfit and pipeline.restore(saved):
             self.counters.baselines_restored += 1
             log.info("%s: baseline restored (%d windows seen before)", catalog.host, pipeline.windows_seen)
             return True
+        if first:
+            log.info("%s: baseline not resumed: %s; learning it again", catalog.host, misfit)
         return False
 
 

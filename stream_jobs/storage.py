@@ -42,6 +42,7 @@ class ResultStore(Protocol):
         the database runs elsewhere."""
 
     def saved_baseline(self, host: str, catalog_version: int) -> dict | None:
-        """The latest baseline stored for this host and catalog version, if any."""
+        """The latest baseline stored for this host and catalog version, else the host's latest of another
+        version (its `catalog_version` says which, so that a restart can tell what changed); None when none is."""
 
     def close(self) -> None: ...

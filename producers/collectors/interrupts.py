@@ -97,13 +97,21 @@ class InterruptsCollector(ProcTextCollector):
         per_cpu = sum(1 for n in raw.names if n.startswith("irq.line_"))
         matrix = np.asarray(raw.values[:per_cpu]).reshape(-1, self._cpus) if self._cpus else np.empty((0, 0))
         line_labels = [raw.names[row * self._cpus].split(".")[1][5:] for row in range(matrix.shape[0])]
-        busiest = np.argsort(-matrix.sum(axis=1), kind="stable")[:self.busiest_lines]
+        busiest = busiest_rows(matrix.sum(axis=1), line_labels, self.busiest_lines)
         names = [self._register("irq.total", f"cpu{c}", "cpu", "counter", "interrupts") for c in range(self._cpus)]
         for row in busiest:
             metric = f"irq.{_UNSAFE.sub('_', line_labels[row])}"
             names += [self._register(metric, f"cpu{c}", "cpu", "counter", "interrupts") for c in range(self._cpus)]
         names += list(raw.names[per_cpu:])
         return tuple(names), per_cpu, busiest
+
+
+def busiest_rows(totals: np.ndarray, labels: list[str], count: int) -> list[int]:
+    """The rows of the `count` busiest lines, ranked by the power of two their count since boot reaches and, within
+    one, by label: lines within a factor of two of each other (RES and a NIC queue, say) would otherwise swap places
+    between restarts of a host whose interrupts have not changed, and its catalog with them."""
+    octaves = np.floor(np.log2(np.maximum(totals, 1.0)))
+    return sorted(range(len(labels)), key=lambda row: (-octaves[row], labels[row]))[:count]
 
 
 class SoftIrqsCollector(ProcTextCollector):

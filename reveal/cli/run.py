@@ -66,7 +66,8 @@ def handle(args) -> int:
     console = None if args.quiet else sys.stdout
     _close_abandoned(writer, agent_config.host)
     landing = ClickHouseLanding(writer)
-    runner = sink.target = EmbeddedRunner(HostStage(engine, landing.saved_baseline), landing, console, live=live)
+    stage = HostStage(engine, landing.saved_baseline, str(args.data_dir))
+    runner = sink.target = EmbeddedRunner(stage, landing, console, live=live)
     load_fitting()  # the engine's own one-off growth comes before this host's baseline, which would see it
     server.start(args.data_dir)
     print(f"live page: {server.url}/" if server.page else f"queries: {server.url}/api/query", flush=True)

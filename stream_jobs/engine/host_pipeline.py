@@ -11,6 +11,7 @@ import numpy as np
 
 from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS, counts_page_work
 from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
+from stream_jobs.engine.baseline_fit import baseline_misfit
 from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
 from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchTiming, WatchVerdict
 from stream_jobs.engine.channels import ChannelTable
@@ -359,8 +360,7 @@ class HostPipeline(WatchedColumns):
 
     def restore(self, state: dict) -> bool:
         """Take over a saved baseline learned on the same channels with the same settings; whether it was taken."""
-        if tuple(state["signal_names"]) != self.signal_names or "model" not in state or \
-                state.get("learned_with") != self.settings.learned_with():
+        if baseline_misfit(state, self.signal_names, self.settings.learned_with()):
             return False
         self.selection = Selection.from_json(state["selection"]) if state["selection"] else None
         self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)

@@ -123,7 +123,8 @@ def test_without_a_file_the_scanner_reads_the_agent_samples_every_tick_itself():
                   [CountingCollector("counting", {})])
     _run(agent, 5, sink)
     frames = [item for item in sink.items if isinstance(item, Frame)]
-    assert len(frames) == 5 and len({frame.values[0] for frame in frames}) == 5
+    reads = agent.registry.catalog.names.index("reads")
+    assert len(frames) == 5 and len({frame.values[reads] for frame in frames}) == 5
 
 
 def test_how_often_frames_are_handed_out_is_bounded():

@@ -1,5 +1,5 @@
-"""CollectorRegistry: the catalog in collector order, a new version on change, duplicate channels refused, and
-unavailable, slow and failing sources."""
+"""CollectorRegistry: the catalog in canonical order whatever order the collectors list their channels in, a new
+version on change, duplicate channels refused, and unavailable, slow and failing sources."""
 
 import math
 
@@ -23,7 +23,7 @@ class FixedCollector(Collector):
         return out
 
 
-def test_first_sample_builds_the_catalog_in_collector_order():
+def test_first_sample_builds_the_catalog():
     registry = CollectorRegistry([FixedCollector("a", {"x": 1.0, "y": 2.0}), FixedCollector("b", {"z": 3.0})],
                                  "h", "c", 0.1)
     values, changed = registry.sample()
@@ -31,6 +31,18 @@ def test_first_sample_builds_the_catalog_in_collector_order():
     assert registry.catalog.names == ("x", "y", "z")
     values, changed = registry.sample()
     assert values.tolist() == [1.0, 2.0, 3.0] and not changed
+
+
+def test_the_same_channels_listed_in_another_order_make_the_same_catalog_and_frames():
+    first = CollectorRegistry([FixedCollector("a", {"irq.RES.cpu0": 1.0, "irq.36.cpu0": 2.0, "cpu10": 3.0}),
+                               FixedCollector("b", {"cpu2": 4.0})], "h", "c", 0.1)
+    second = CollectorRegistry([FixedCollector("b", {"cpu2": 4.0}),
+                                FixedCollector("a", {"cpu10": 3.0, "irq.36.cpu0": 2.0, "irq.RES.cpu0": 1.0})],
+                               "h", "c", 0.1)
+    (first_values, _), (second_values, _) = first.sample(), second.sample()
+    assert first.catalog == second.catalog and first.catalog.version == second.catalog.version
+    assert first.catalog.names == ("cpu2", "cpu10", "irq.36.cpu0", "irq.RES.cpu0")
+    assert first_values.tolist() == second_values.tolist() == [4.0, 3.0, 2.0, 1.0]
 
 
 def test_a_changed_channel_list_makes_a_new_catalog_version():
@@ -41,7 +53,7 @@ def test_a_changed_channel_list_makes_a_new_catalog_version():
     source.readings = {"x": 2.0, "eth1": 5.0}
     values, changed = registry.sample()
     assert changed and registry.catalog.version != first_version
-    assert registry.catalog.names == ("x", "eth1", "z") and values.tolist() == [2.0, 5.0, 3.0]
+    assert registry.catalog.names == ("eth1", "x", "z") and values.tolist() == [5.0, 2.0, 3.0]
     source.readings = {"eth1": 6.0}
     values, changed = registry.sample()
     assert changed and registry.catalog.names == ("eth1", "z") and values.tolist() == [6.0, 3.0]
@@ -93,4 +105,4 @@ def test_a_source_that_fails_reads_nan_and_the_rest_of_the_frame_survives():
     registry.sample()
     flaky.readings = None
     values, _ = registry.sample()
-    assert values[0] == 1.0 and math.isnan(values[1])
+    assert registry.catalog.names == ("g", "x") and values[1] == 1.0 and math.isnan(values[0])

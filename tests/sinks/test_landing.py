@@ -1,6 +1,6 @@
 """The stages' output landing in real embedded ClickHouse (chDB) through ClickHouseLanding: catalogs, frames and a
-stage's windows, alerts and baselines queued and written, a restarted worker's latest baseline found again, and the
-queue bounded."""
+stage's windows, alerts and baselines queued and written, a restarted worker's latest baseline found again (of its
+catalog, else of another, to say why it is not resumed), and the queue bounded."""
 
 import json
 
@@ -33,15 +33,17 @@ def test_a_hosts_catalog_frames_and_stage_output_land_in_their_tables(chdb_dsn, 
     landing.close()
 
 
-def test_the_latest_baseline_saved_for_a_host_and_catalog_is_found_again(chdb_dsn, database):
+def test_the_latest_baseline_saved_for_a_host_and_catalog_is_found_again_else_its_latest_of_another(chdb_dsn,
+                                                                                                   database):
     landing = ClickHouseLanding(ClickHouseWriter(chdb_dsn, database))
     landing.store_output(StageOutput(baseline_rows=[["h1", 7, 1_000, 30, json.dumps({"windows": 30})],
-                                                    ["h1", 7, 2_000, 60, json.dumps({"windows": 60})],
+                                                    ["h1", 7, 4_000, 60, json.dumps({"windows": 60})],
                                                     ["h1", 8, 3_000, 90, json.dumps({"windows": 90})]]))
     landing.flush()
-    assert landing.saved_baseline("h1", 7) == {"windows": 60}
-    assert landing.saved_baseline("h1", 8) == {"windows": 90}
-    assert landing.saved_baseline("h1", 9) is None and landing.saved_baseline("h2", 7) is None
+    assert landing.saved_baseline("h1", 7) == {"windows": 60, "catalog_version": 7}
+    assert landing.saved_baseline("h1", 8) == {"windows": 90, "catalog_version": 8}
+    assert landing.saved_baseline("h1", 9) == {"windows": 60, "catalog_version": 7}
+    assert landing.saved_baseline("h2", 7) is None
     landing.close()
 
 

@@ -5,6 +5,7 @@ import shutil
 import numpy as np
 
 from producers.collectors.interrupts import InterruptsCollector, SoftIrqsCollector
+from producers.registry import CollectorRegistry
 from tests.conftest import FIXTURES
 
 LARGE = FIXTURES / "proc-large"
@@ -37,3 +38,37 @@ def test_new_irq_line_changes_the_layout_and_keeps_reading(tmp_path):
     (tmp_path / "interrupts").write_text("\n".join(text) + "\n")
     after = collector.read()
     assert sum(after.values[:96]) == sum(before.values[:96]) + 7 * 96
+
+
+CAPTURED = FIXTURES / "proc" / "interrupts"  # LOC first; the virtio queue 36 and CAL within 5 % of each other
+
+
+def _restarted_host(tmp_path):
+    """The captured host a little later, when CAL has overtaken line 36 (a restart of the agent reads it)."""
+    later = tmp_path / "later"
+    later.mkdir()
+    text = CAPTURED.read_text().replace("     163454 ", "     163954 ").replace("CAL:      92012", "CAL:     100012")
+    (later / "interrupts").write_text(text)
+    return later
+
+
+def _line_totals(procfs) -> dict[str, int]:
+    lines = (line.split() for line in (procfs / "interrupts").read_text().splitlines()[1:])
+    return {tokens[0].rstrip(":"): int(tokens[1]) + int(tokens[2]) for tokens in lines if len(tokens) > 2}
+
+
+def test_a_restart_keeps_the_busiest_lines_though_two_near_equal_ones_swapped_places(tmp_path):
+    later = _restarted_host(tmp_path)
+    now, then = _line_totals(CAPTURED.parent), _line_totals(later)
+    assert now["36"] > now["CAL"] and then["CAL"] > then["36"], "the two lines swap places"
+    before = InterruptsCollector(CAPTURED.parent, busiest_lines=2).collect()
+    after = InterruptsCollector(later, busiest_lines=2).collect()
+    assert {"irq.LOC.cpu0", "irq.36.cpu0"} <= before.keys() and "irq.CAL.cpu0" not in before
+    assert before.keys() == after.keys()
+
+
+def test_a_restart_on_a_host_whose_busiest_lines_swapped_places_keeps_the_catalog_version(tmp_path):
+    first = CollectorRegistry([InterruptsCollector(CAPTURED.parent)], "h", "c", 0.1)
+    second = CollectorRegistry([InterruptsCollector(_restarted_host(tmp_path))], "h", "c", 0.1)
+    first.sample(), second.sample()
+    assert first.catalog.version == second.catalog.version and first.catalog == second.catalog

@@ -67,9 +67,11 @@ def test_a_run_stopped_with_ctrl_c_resumes_its_baseline_when_started_again(tmp_p
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=60)
     assert first.returncode == 0 and "baseline learned" in err, err[-2000:]
+    assert err.count(f"baseline not resumed: no baseline of this host is stored in {data_dir}") == 1
     second = reveal("run", "--duration", "6", *common)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "baseline restored" in second.stderr and "learning baseline" not in second.stdout
+    assert "baseline not resumed" not in second.stderr
     windows = [line for line in second.stdout.splitlines() if "  window " in line]
     assert windows and all("score" in line for line in windows), second.stdout[-2000:]
 
