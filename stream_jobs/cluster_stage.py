@@ -25,7 +25,7 @@ from stream_jobs.engine.crosshost import HostSummary, PeerComparator
 from stream_jobs.engine.decide.decision import Decision
 from stream_jobs.engine.decide.findings import Departures, departing_channels
 from stream_jobs.engine.decide.peer_effects import PeerEffects
-from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransWindow, classify
+from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransRules, RetransWindow, classify
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.records import (StageOutput, configuration_alert, configuration_anomaly, peer_anomaly,
                                  retransmission_anomaly, retransmission_row, tracked_alert)
@@ -46,7 +46,9 @@ class ClusterStage:
         self._latest: dict[str, dict[str, int]] = defaultdict(dict)
         self._compared_through: dict[str, int] = {}
         self._first_window: dict[str, int] = {}
-        self._retrans: dict[str, RetransMonitor] = defaultdict(RetransMonitor)
+        # each second of loss lies in window_s / stride_s overlapping windows; the history is kept for loss_history_s
+        rules = RetransRules(overlap=max(1.0, settings.window_s / settings.stride_s), history_windows=timing.loss_history)
+        self._retrans: dict[str, RetransMonitor] = defaultdict(lambda: RetransMonitor(rules))
         self._departing: dict[str, Departures] = defaultdict(dict)
         self._latest_departing: dict[str, dict[str, frozenset[str]]] = defaultdict(dict)
         self.incidents = self.decision.incidents

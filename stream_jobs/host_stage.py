@@ -20,10 +20,10 @@ from schemas.channels import CPU_BUSY_PCT_ALL, GPU_UTILIZATION_PREFIX
 from schemas.records import Catalog, Frame
 from stream_jobs.engine.baseline_fit import why_not_resumed
 from stream_jobs.engine.channels import ChannelTable
+from stream_jobs.engine.decide.incidents import AlertEvent
+from stream_jobs.engine.decide.regime import RegimeDetector, Settling
 from stream_jobs.engine.host_pipeline import HostPipeline
-from stream_jobs.engine.settings import refit_phase
-from stream_jobs.engine.incidents import AlertEvent, IncidentTracker, RegimeDetector
-from stream_jobs.engine.settings import EngineSettings
+from stream_jobs.engine.settings import EngineSettings, refit_phase
 from stream_jobs.engine.verdicts import WindowVerdict
 from stream_jobs.records import StageOutput, alert_record, anomaly_record, baseline_row, host_window, window_row
 
@@ -57,8 +57,8 @@ class HostStage:
         self.counters = StageCounters()
         # workload changes are told here; the host's anomalies become incidents in the cluster stage, which sets
         # aside what the host's peers share
-        self.incidents = IncidentTracker(open_after=1, close_after=10)
-        self.regimes = RegimeDetector()
+        self.settling = Settling(settings.decision.settle_s)
+        self.regimes = RegimeDetector(settings.decision.regime_hold_s)
         self._held: dict[str, deque[Frame]] = defaultdict(deque)
         self._last_sequence: dict[str, int] = {}
 
@@ -90,8 +90,7 @@ class HostStage:
         held = self._held.get(host)
         pipeline = self.pipelines.get(host)
         candidates = (held[0].timestamp_ns if held else None,
-                      pipeline[1].needed_since_ns() if pipeline else None,
-                      self.incidents.open_since_ns(host))
+                      pipeline[1].needed_since_ns() if pipeline else None)
         present = [instant for instant in candidates if instant is not None]
         return min(present) if present else None
 
@@ -101,19 +100,19 @@ class HostStage:
         self.pipelines.pop(host, None)
         self._held.pop(host, None)
         self._last_sequence.pop(host, None)
-        self.incidents.forget(host)
+        self.settling.forget(host)
         self.regimes.forget(host)
 
     def close(self) -> StageOutput:
-        """Close every open incident (the end of a run or of a worker)."""
-        return StageOutput(alerts=[alert_record(e, self._cluster_of(e.host)) for e in self.incidents.close_all()])
+        """The end of a run or of a worker: the host stage holds no incident (they are the cluster stage's)."""
+        return StageOutput()
 
     def _outputs(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> StageOutput:
         if verdict.baseline_changed:
             self._report_baseline(catalog.host, pipeline)
         anomaly = anomaly_record(catalog, verdict) if verdict.anomalous else None
         events = self._regime_events(catalog, pipeline, verdict)
-        settling = self.incidents.settling(catalog.host, verdict.window_id) or verdict.own_activity
+        settling = self.settling.settling(catalog.host, verdict.end_ns) or verdict.own_activity
         return StageOutput([window_row(catalog, verdict)], [anomaly] if anomaly else [],
                            [alert_record(e, catalog.cluster) for e in events],
                            [host_window(catalog, pipeline, verdict, settling)]
@@ -133,13 +132,14 @@ class HostStage:
     def _regime_events(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list[AlertEvent]:
         """A workload that starts or stops is one notice and a fresh baseline, not a storm of anomalies."""
         level = activity_level(pipeline.signal_names, verdict.channel_means)
-        change = self.regimes.observe(catalog.host, verdict.window_id, level) if level is not None else None
+        change = self.regimes.observe(catalog.host, verdict.window_id, verdict.end_ns, level) \
+            if level is not None else None
         if change is None:
             return []
         self.counters.regime_changes += 1
         pipeline.restart_baseline()
         log.info("%s: %s at window %d; learning a new baseline", catalog.host, change, verdict.window_id)
-        return self.incidents.regime_change(catalog.host, verdict.window_id, verdict.start_ns, verdict.end_ns, change)
+        return [self.settling.regime_change(catalog.host, verdict.window_id, verdict.start_ns, verdict.end_ns, change)]
 
     def _hold(self, frame: Frame) -> StageOutput:
         held = self._held[frame.host]
@@ -155,10 +155,6 @@ class HostStage:
         if last is not None and frame.sequence > last + 1:
             self.counters.sequence_gaps += frame.sequence - last - 1
         self._last_sequence[frame.host] = frame.sequence
-
-    def _cluster_of(self, host: str) -> str:
-        versions = self.catalogs.get(host)
-        return next(iter(versions.values())).cluster if versions else ""
 
     def _pipeline_for(self, catalog: Catalog) -> HostPipeline:
         """The host's pipeline; a new catalog version starts a new one, restored from a saved baseline if any."""

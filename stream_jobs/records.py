@@ -69,7 +69,7 @@ def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict
     commands load it, its channels' departures are not handed on as findings."""
     context = verdict.context or WindowContext()
     watch = verdict.watch
-    persisted = () if watch is None or settling else persisted_signals(pipeline, watch)
+    persisted = () if watch is None or settling else window_findings(pipeline, verdict)
     return HostWindow(catalog.host, catalog.cluster, verdict.window_id, verdict.start_ns, verdict.end_ns,
                       catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous and not settling,
                       finite_or_zero(verdict.score), context.retransmits, context.segments_out,
@@ -82,6 +82,25 @@ def outside_band(departures: np.ndarray) -> np.ndarray:
     how far inside; a summary's departures are then mostly zeros, which its batch compresses to almost nothing."""
     handed_on = np.asarray(departures, dtype=np.float32)  # judged as its reader sees it, after the cast
     return np.where(np.abs(handed_on) >= DEPARTS_AT, handed_on, np.float32(0.0))
+
+
+def window_findings(pipeline: HostPipeline, verdict: WindowVerdict) -> tuple[PersistedChannel, ...]:
+    """The window's findings for the decision: its persisted channels, or where the trio flagged it (see
+    decide.window), its evidence channels, each as far out as the trio's severity scaled by its share of the
+    strongest evidence's z, and only those at least at the edge."""
+    if verdict.watch.flagged:
+        return persisted_signals(pipeline, verdict.watch)
+    if not verdict.anomalous or not verdict.evidence:
+        return ()
+    strongest = max(abs(e.z) for e in verdict.evidence)
+    found: dict[int, PersistedChannel] = {}
+    for evidence in verdict.evidence:
+        departure = verdict.score * abs(evidence.z) / strongest if strongest > 0 else verdict.score
+        signal = pipeline.signal_names.index(evidence.channel)
+        if departure >= 1.0 and signal not in found:
+            found[signal] = PersistedChannel(signal, float(evidence.z), pipeline.subsystem_of[evidence.channel],
+                                             evidence.feature, float(departure))
+    return tuple(found.values())
 
 
 def persisted_signals(pipeline: HostPipeline, watch) -> tuple[PersistedChannel, ...]:

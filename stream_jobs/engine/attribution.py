@@ -3,7 +3,6 @@ it was, which subsystem it points to, and a claim in words."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,14 +56,6 @@ def ranked_contributions(weights: np.ndarray, z: np.ndarray, features: np.ndarra
                          float(baseline_scale[i]), float(z[i])) for i in order if magnitude[i] > 0]
 
 
-def dominant_subsystem(contributions: list[Contribution], subsystem_of: dict[str, str]) -> str:
-    """The subsystem whose contributions carry the most |z|."""
-    weight: dict[str, float] = defaultdict(float)
-    for c in contributions:
-        weight[subsystem_of.get(c.channel, "unknown")] += abs(c.z)
-    return max(weight, key=weight.get) if weight else "unknown"
-
-
 def claim(top: Contribution) -> str:
     """One sentence an operator can read: the value, how far from the baseline in σ and in the channel's own units,
     and the kind of change, e.g. 'disk.sectors_read.sda mean is 5.2e+04, 12.0σ above its baseline of 1.1e+04 ± 3.4e+03
@@ -74,12 +65,3 @@ def claim(top: Contribution) -> str:
     return (f"{top.channel} {words} is {top.value:.4g}, {abs(top.z):.1f}σ {direction} its baseline of "
             f"{top.baseline_mean:.4g} ± {top.baseline_std:.3g} ({top.value - top.baseline_mean:+.3g}, "
             f"{top.explanation})")
-
-
-def subsystem_vote(subsystems: np.ndarray, voting: np.ndarray, departure: np.ndarray) -> str:
-    """The subsystem whose voting columns weigh most, each log(1 + |departure|); ties alphabetical, 'unknown' when
-    none votes."""
-    weight: dict[str, float] = {}
-    for i in np.flatnonzero(voting):
-        weight[subsystems[i]] = weight.get(subsystems[i], 0.0) + float(np.log1p(abs(departure[i])))
-    return min(weight.items(), key=lambda item: (-item[1], item[0]))[0] if weight else "unknown"

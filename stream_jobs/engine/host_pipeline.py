@@ -9,12 +9,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS, counts_page_work
-from stream_jobs.engine.attribution import Contribution, claim, dominant_subsystem, ranked_contributions
+from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
+from stream_jobs.engine.attribution import Contribution, claim, ranked_contributions
 from stream_jobs.engine.baseline_fit import baseline_misfit
 from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
 from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchTiming, WatchVerdict
 from stream_jobs.engine.channels import ChannelTable
+from stream_jobs.engine.decide.window import CHANNELS, evidence_lead, window_finding
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import paper_detectors, standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble
@@ -45,7 +46,6 @@ class HostPipeline(WatchedColumns):
         self.signal_names = channels.names + tuple(s.name for s in self.specs)
         self.signal_kinds = channels.kinds + ("derived",) * len(self.specs)
         self.subsystem_of = dict(zip(self.signal_names, channels.subsystems + tuple(s.subsystem for s in self.specs)))
-        self.page_work = np.array([counts_page_work(name) for name in self.signal_names], dtype=bool)
         self.full_layout = feature_layout(self.signal_names, self.signal_kinds)
         self.selection: Selection | None = None
         self.layout: FeatureLayout | None = None
@@ -163,33 +163,18 @@ class HostPipeline(WatchedColumns):
         verdict = self.ensemble.judge(batch, {zscore.name: zscore.score_of_z(z)})[0]
         watched = self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
         self._window_starts.append(int(window.timestamps_ns[0]))
-        paper = self.settings.mode == "paper"
-        multivariate = (paper or self.settings.ensemble_alerts) and verdict.flagged
-        flagged = multivariate if paper else watched.flagged or multivariate
-        watched = watched.silenced() if paper else watched
-        refitted = self._remember(features, flagged)
-        explain = flagged or self.settings.explain_all
-        named = self._subsystem(watched) if watched.flagged else ""
-        evidence = self._watch_evidence(means, watched) if watched.flagged else ()
-        if not evidence and explain:
-            evidence = self._evidence(features, z[0])
-        subsystem = named if watched.flagged else \
-            (dominant_subsystem(list(evidence), self.subsystem_of) if evidence and flagged else "")
-        top = self._lead(evidence, subsystem) if evidence and flagged else None
-        detectors = (("channels",) if watched.flagged else ()) + (verdict.flagged_by if multivariate else ())
+        found = window_finding(watched, verdict, self.settings.mode == "paper", self.settings.ensemble_alerts,
+                               self.settings.explain_all, lambda: self._watch_evidence(means, watched),
+                               lambda: self._evidence(features, z[0]), self.subsystem_of)
+        watched = watched if CHANNELS in found.detectors else watched.silenced()
+        refitted = self._remember(features, found.flagged)
         return WindowVerdict(
-            window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), True,
-            watched.severity if watched.flagged else verdict.severity, 1.0, flagged, detectors, subsystem,
-            claim(top) if top else ("window departs from its baseline" if flagged else ""), evidence,
-            {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
-            top.explanation if top else "", refitted, means, self._context(signal, window, z[0]), watched,
-            self.ranked_channels(watched) if flagged else ())
-
-    def _lead(self, evidence: tuple[Contribution, ...], subsystem: str) -> Contribution:
-        """The strongest evidence of the subsystem the window is named after, memory work last (see
-        counts_page_work), else the first: what its claim tells."""
-        named = [e for e in evidence if self.subsystem_of.get(e.channel) == subsystem]
-        return next((e for e in named if not counts_page_work(e.channel)), named[0] if named else evidence[0])
+            window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), True, found.severity, 1.0,
+            found.flagged, found.detectors, found.subsystem,
+            claim(found.lead) if found.lead else ("window departs from its baseline" if found.flagged else ""),
+            found.evidence, {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
+            found.lead.explanation if found.lead else "", refitted, means, self._context(signal, window, z[0]),
+            watched, self.ranked_channels(watched) if found.flagged else ())
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
         """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""
@@ -209,11 +194,10 @@ class HostPipeline(WatchedColumns):
         if fitted:
             self._fit_baseline()
         if watched is not None and watched.flagged:
-            subsystem = self._subsystem(watched)
             evidence = self._watch_evidence(means, watched)
-            top = self._lead(evidence, subsystem)
+            top = evidence_lead(evidence, self.subsystem_of)
             return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
-                                 watched.severity, 1.0, True, ("channels",), subsystem,
+                                 watched.severity, 1.0, True, (CHANNELS,), self.subsystem_of[top.channel],
                                  claim(top), evidence, {"channels": watched.severity}, {"channels": 1.0},
                                  top.explanation, fitted, means, self._context(signal, window, None), watched)
         return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,

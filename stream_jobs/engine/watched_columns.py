@@ -8,7 +8,6 @@ import warnings
 import numpy as np
 
 from schemas.channels import AGENT_PREFIX, MEM_TOTAL
-from stream_jobs.engine.attribution import subsystem_vote
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict
 from stream_jobs.engine.column_stats import column_nanmedians, nanstd
 
@@ -139,24 +138,6 @@ class WatchedColumns:
         flagged window implicates, in order, whichever detector flagged it."""
         return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-np.abs(self.signal_departures(watched)),
                                                                              kind="stable")])
-
-    def _subsystem(self, watched: WatchVerdict) -> str:
-        """The persisted channels' subsystem, each weighing log(1 + its departure): one far out outweighs one just out,
-        not many. Memory work (see counts_page_work) votes only when nothing else persisted: it moves with whatever
-        runs."""
-        others = watched.persisted & ~self._page_work_columns
-        return subsystem_vote(self._column_subsystems(), others if others.any() else watched.persisted,
-                              watched.departure)
-
-    def _column_subsystems(self) -> np.ndarray:
-        """The subsystem of every watched column's signal."""
-        subsystems = np.array([self.subsystem_of[name] for name in self.signal_names], dtype=object)
-        return subsystems[self._column_owners(len(self.watch.event_floor))]
-
-    @property
-    def _page_work_columns(self) -> np.ndarray:
-        """True for the watched columns of channels that count memory work (see counts_page_work)."""
-        return self.page_work[self._column_owners(len(self.watch.event_floor))]
 
     def _column_owners(self, columns: int) -> np.ndarray:
         """The signal each of the `columns` watched columns belongs to: every signal twice (mean, spread), then

@@ -382,3 +382,23 @@ def test_an_incident_is_named_after_the_channels_it_tells_of_not_one_its_peers_s
             opened += [a for a in alerts if a.state == "open" and a.kind == "anomaly"]
     assert [(a.host, a.subsystem) for a in opened] == [("h0", "memory")], opened
     assert "vm.numa_hit residual z=-89.9" in opened[0].summary
+
+
+def test_the_paper_s_mode_flags_open_incidents_as_the_watch_s_do():
+    """§5 compares the trio's flagged windows with what happened: in the paper's mode they open the incidents."""
+    host_stage, stage, alerts = HostStage(EngineSettings(mode="paper", warmup_windows=40)), cluster_stage(), []
+    streams = []
+    for index in range(2):
+        catalog = synthetic_catalog(f"h{index}", cluster="train-a")
+        host_stage.on_catalog(catalog)
+        steps = (StepChange("cpu.busy.cpu3", 70.0, 30.0),) if index == 1 else ()
+        streams.append(synthetic_frames(catalog, T0, 1000, seed=index, steps=steps))
+    for step in range(1000):
+        for stream in streams:
+            for summary in host_stage.on_frame(stream[step]).host_windows:
+                alerts += stage.on_host_window(summary).alerts
+    at_step = {a.alert_id for a in alerts if a.state == "open" and a.host == "h1" and 67 <= (a.start_ns - T0) / 1e9
+               and (a.end_ns - T0) / 1e9 <= 76}
+    assert at_step, alerts
+    told = [a for a in alerts if a.alert_id in at_step]
+    assert told[-1].subsystem == "cpu" and "cpu.busy.cpu3" in told[-1].summary, told

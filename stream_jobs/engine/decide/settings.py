@@ -30,6 +30,8 @@ class DecisionSettings:
     join_within_s: float = 3.0
     # A lossy link's effects show on its peers within this long of its loss verdict
     loss_effects_within_s: float = 60.0
+    # A host's loss rate is learned from its windows of this long past
+    loss_history_s: float = 600.0
     # A host whose latest window is this far behind its cluster's newest no longer holds the others back
     stale_after_s: float = 30.0
     # How long a compared window's departing channels are kept, for summaries that arrive late
@@ -62,6 +64,7 @@ class DecisionTiming:
     shared_within: int
     join_within: int
     loss_effects_within: int
+    loss_history: int
     stale_after: int
     departures_kept: int
     regime_hold: int
@@ -72,6 +75,7 @@ class DecisionTiming:
     def of(cls, settings: DecisionSettings, stride_s: float) -> DecisionTiming:
         windows = lambda seconds: max(1, math.ceil(seconds / stride_s - 1e-9))  # noqa: E731
         return cls(windows(settings.shared_within_s), windows(settings.join_within_s),
-                   windows(settings.loss_effects_within_s), windows(settings.stale_after_s),
+                   windows(settings.loss_effects_within_s), windows(settings.loss_history_s),
+                   windows(settings.stale_after_s),
                    windows(settings.departures_kept_s), windows(settings.regime_hold_s),
                    windows(settings.peer_hold_s), max(10, windows(settings.peer_learn_s)))

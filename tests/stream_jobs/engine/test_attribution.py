@@ -3,8 +3,7 @@ operator reads, with the kind of change in words that match its direction."""
 
 import numpy as np
 
-from stream_jobs.engine.attribution import (Contribution, claim, dominant_subsystem, ranked_contributions,
-                                            split_feature_name)
+from stream_jobs.engine.attribution import Contribution, claim, ranked_contributions, split_feature_name
 
 
 def test_a_feature_name_splits_at_its_last_colon():
@@ -19,14 +18,6 @@ def test_contributions_are_ranked_by_weight_and_those_without_any_are_left_out()
     ranked = ranked_contributions(weights, z, features, means, scales, names, limit=3)
     assert ranked == [Contribution("b", "std", 20.0, 25.0, 1.0, -4.0), Contribution("a", "mean", 10.0, 9.0, 1.0, 1.0)]
     assert ranked_contributions(weights, z, features, means, scales, names, limit=1) == ranked[:1]
-
-
-def test_the_dominant_subsystem_carries_the_most_absolute_z():
-    contributions = [Contribution("cpu.a", "mean", 0, 0, 1, 3.0), Contribution("cpu.b", "std", 0, 0, 1, -2.0),
-                     Contribution("mem.a", "mean", 0, 0, 1, 4.0)]
-    assert dominant_subsystem(contributions, {"cpu.a": "cpu", "cpu.b": "cpu", "mem.a": "memory"}) == "cpu"
-    assert dominant_subsystem(contributions[2:], {}) == "unknown"
-    assert dominant_subsystem([], {"cpu.a": "cpu"}) == "unknown"
 
 
 def test_a_claim_tells_the_value_the_distance_and_the_kind_of_change():

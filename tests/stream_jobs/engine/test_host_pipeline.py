@@ -89,9 +89,9 @@ def test_a_window_claim_tells_of_a_channel_of_the_subsystem_the_window_is_named_
         used = 4e9 + rng.normal(0, 1e6) + (3e9 if s >= 200 else 0)
         verdicts += pipeline.push(T0 + int(s * 1e9), np.asarray([*busy, used]))
     flagged = [v for v in verdicts if v.anomalous and v.start_ns >= T0 + 200 * 10**9]
-    assert flagged and {v.subsystem for v in flagged} == {"cpu"}, {v.subsystem for v in flagged}
-    assert "mem.used" in {e.channel for v in flagged for e in v.evidence}, "the memory step is evidence too"
-    assert all(v.claim.startswith("cpu.busy.") for v in flagged), [v.claim for v in flagged][:3]
+    assert flagged and {v.subsystem for v in flagged} == {"memory"}, "a state far further out than CPU time leads it"
+    assert all(v.claim.startswith("mem.used ") for v in flagged), [v.claim for v in flagged][:3]
+    assert any(e.channel.startswith("cpu.busy.") for v in flagged for e in v.evidence), "the CPU step is evidence too"
 
 
 def stepped_run(table: ChannelTable, values_at, seconds: float = 260.0, seed: int = 6) -> list:
