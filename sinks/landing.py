@@ -22,7 +22,7 @@ UNCLOSED_INCIDENTS_SQL = """
 SELECT alert_id, any(cluster), any(kind), argMax(subsystem, end), toUnixTimestamp64Nano(min(start)),
        toUnixTimestamp64Nano(max(end)), argMax(severity, end), argMax(summary, end), argMax(hint, end)
 FROM alerts FINAL WHERE host = {host:String}
-GROUP BY alert_id HAVING max(state = 'closed') = 0 ORDER BY alert_id"""
+GROUP BY alert_id HAVING argMax(state, (end, state = 'closed')) != 'closed' ORDER BY alert_id"""
 ABANDONED_NOTE = "closed when Reveal restarted: the run that opened it stopped without closing it"
 
 

@@ -97,7 +97,8 @@ def test_incidents_a_killed_run_left_open_are_closed_with_a_note_when_it_starts_
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"1 incident of {host} left open" in run.stdout and f"{host}/anomaly:cpu" in run.stdout
     reader = ClickHouseReader(data_dir_dsn(data_dir))
-    still_open = reader.query("SELECT alert_id FROM alerts FINAL GROUP BY alert_id HAVING max(state = 'closed') = 0")
+    still_open = reader.query("SELECT alert_id FROM alerts FINAL GROUP BY alert_id "
+                              "HAVING argMax(state, (end, state = 'closed')) != 'closed'")
     closing = reader.query("SELECT summary, toUnixTimestamp64Nano(end) FROM alerts FINAL "
                            "WHERE alert_id = {a:String} AND state = 'closed'", {"a": f"{host}/anomaly:cpu"})
     reader.close()
