@@ -44,6 +44,7 @@ from stream_jobs.engine.calibration import Calibration, calibrated_limit, unseen
 from stream_jobs.engine.column_stats import column_nanmedians, column_quantiles, nanstd
 from stream_jobs.engine.kept_windows import KeptWindows
 from stream_jobs.engine.wander import trimmed, wander
+from stream_jobs.engine.windows import windows_for
 
 IQR_TO_SIGMA = 1.349  # a normal distribution's interquartile range in standard deviations
 # The history a column's model is learned again from holds at least this many windows, whatever the stride.
@@ -105,7 +106,7 @@ class WatchSettings:
 
 @dataclass(frozen=True)
 class WatchTiming:
-    """The watch's durations as window counts at one stride: the only place seconds become windows."""
+    """The watch's durations as window counts at one stride (see windows_for)."""
 
     persist: int
     unconfirmed: int
@@ -118,7 +119,7 @@ class WatchTiming:
     def of(cls, settings: WatchSettings, stride_s: float, window_s: float = 0.0) -> WatchTiming:
         """Window counts at this stride; adoption waits `adopt_after_s` or `adopt_after_window_lengths` windows'
         lengths, whichever is longer (a level held for a few of its windows has not been seen to last)."""
-        windows = lambda seconds: max(1, math.ceil(seconds / stride_s - 1e-9))
+        windows = lambda seconds: windows_for(seconds, stride_s)  # noqa: E731
         adopt_s = max(settings.adopt_after_s, settings.adopt_after_window_lengths * window_s)
         persist = windows(settings.persist_s)
         history_stride = windows(settings.history_every_s)

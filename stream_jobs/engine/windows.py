@@ -9,10 +9,21 @@ Frames must arrive in time order per host; late and duplicate frames are dropped
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+
+
+def windows_for(seconds: float, stride_s: float) -> int:
+    """How many windows at `stride_s` a duration of `seconds` takes (at least one): the one conversion of the engine's
+    durations, all in seconds, to window counts.
+
+    >>> windows_for(4.0, 1.0), windows_for(4.0, 0.5), windows_for(4.0, 3.0), windows_for(0.0, 1.0)
+    (4, 8, 2, 1)
+    """
+    return max(1, math.ceil(seconds / stride_s - 1e-9))
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
-"""How a flagged window becomes an incident: every duration in seconds, each with why, and the one place they become
-window counts at a run's stride."""
+"""How a flagged window becomes an incident: every duration in seconds, each with why, and their window counts at a
+run's stride (see windows.windows_for)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
+
+from stream_jobs.engine.windows import windows_for
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class DecisionTiming:
 
     @classmethod
     def of(cls, settings: DecisionSettings, stride_s: float) -> DecisionTiming:
-        windows = lambda seconds: max(1, math.ceil(seconds / stride_s - 1e-9))  # noqa: E731
+        windows = lambda seconds: windows_for(seconds, stride_s)  # noqa: E731
         return cls(windows(settings.shared_within_s), windows(settings.join_within_s),
                    windows(settings.loss_effects_within_s), windows(settings.loss_history_s),
                    windows(settings.stale_after_s),
