@@ -100,8 +100,9 @@ class LiveState:
             if alert.state == "closed":
                 view.incidents.pop(alert.alert_id, None)
                 view.closed.appendleft(record)
-            else:
+            else:  # a closed incident whose symptom returned is open again, no longer among the recent ones
                 view.incidents[alert.alert_id] = record
+                view.closed = deque((r for r in view.closed if r["id"] != alert.alert_id), maxlen=view.closed.maxlen)
                 self._implicate(view, [name for name in view.names if name in alert.summary])
 
     def snapshot(self) -> dict:

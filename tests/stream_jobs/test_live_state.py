@@ -65,6 +65,10 @@ def test_incidents_move_from_open_to_recent_and_their_channels_are_traced():
     state.on_alert(Alert(**{**opened.__dict__, "state": "closed"}))
     host = state.snapshot()["hosts"][0]
     assert host["open_incidents"] == [] and [i["state"] for i in host["recent_incidents"]] == ["closed"]
+    state.on_alert(Alert(**{**opened.__dict__, "state": "update", "summary": "back after a quiet spell"}))
+    host = state.snapshot()["hosts"][0]
+    assert [i["state"] for i in host["open_incidents"]] == ["update"] and host["recent_incidents"] == [], \
+        "a reopened incident is open again, and only there"
 
 
 def test_how_sure_the_baseline_is_reaches_the_page_as_the_runner_says_it():
