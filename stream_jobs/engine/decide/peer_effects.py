@@ -53,15 +53,10 @@ class PeerEffects:
             if alert.kind not in HOST_KINDS:
                 published.append(alert)
             elif alert.alert_id in self._told_with:
-                published += self._held_back(alert)
+                continue  # told with its lead's incident, closed or reopened alike
             else:
                 published += self._own(cluster, window_id, alert, last_shown or {})
         return published
-
-    def _held_back(self, alert: Alert) -> list[Alert]:
-        if alert.state == "closed":
-            del self._told_with[alert.alert_id]
-        return []
 
     def _own(self, cluster: str, window_id: int | None, alert: Alert, last_shown: Mapping[str, int]) -> list[Alert]:
         follows = alert.state == "open" and window_id is not None
