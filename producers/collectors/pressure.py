@@ -1,4 +1,5 @@
-"""Pressure stall information (PSI) from /proc/pressure/{cpu,memory,io}: share of time tasks waited on a resource."""
+"""Pressure stall information (PSI) from /proc/pressure/{cpu,memory,io}: the time tasks waited on a resource, a
+counter whose rate is the share of time they waited."""
 
 from __future__ import annotations
 
@@ -26,9 +27,10 @@ class PressureFileCollector(ProcTextCollector):
         scope = tokens[0].decode()
         if scope not in ("some", "full") or len(tokens) != 5:
             raise ValueError("expected 'some|full avg10=… avg60=… avg300=… total=…'")
-        subsystem = _SUBSYSTEM[self.resource]
-        return [Field(number, 1, f"psi.{self.resource}_{scope}_avg10", "", subsystem, "gauge", "percent"),
-                Field(number, 4, f"psi.{self.resource}_{scope}_total_us", "", subsystem, "counter", "us")]
+        # only the total: avg10, avg60 and avg300 are the kernel's moving averages of its rate, which would hold a
+        # finding open for tens of seconds after the stall itself has ended
+        return [Field(number, 4, f"psi.{self.resource}_{scope}_total_us", "", _SUBSYSTEM[self.resource], "counter",
+                      "us")]
 
     def read(self) -> Reading:
         """PSI values are 'key=value' tokens: strip the keys before the positional parse."""
