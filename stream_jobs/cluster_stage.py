@@ -47,7 +47,8 @@ class ClusterStage:
         self._compared_through: dict[str, int] = {}
         self._first_window: dict[str, int] = {}
         # each second of loss lies in window_s / stride_s overlapping windows; the history is kept for loss_history_s
-        rules = RetransRules(overlap=max(1.0, settings.window_s / settings.stride_s), history_windows=timing.loss_history)
+        rules = RetransRules(overlap=max(1.0, settings.window_s / settings.stride_s),
+                             history_windows=timing.loss_history)
         self._retrans: dict[str, RetransMonitor] = defaultdict(lambda: RetransMonitor(rules))
         self._departing: dict[str, Departures] = defaultdict(dict)
         self._latest_departing: dict[str, dict[str, frozenset[str]]] = defaultdict(dict)
@@ -120,7 +121,8 @@ class ClusterStage:
             self.decision.note_persisted(summaries[host])
         compared = [HostSummary(h, window_id, summaries[h].names, summaries[h].means, summaries[h].departures is None)
                     for h in hosts]
-        findings = {f.host: f for f in map(self.decision.untold_peer_finding, comparator.compare(window_id, compared)) if f}
+        deviations = comparator.compare(window_id, compared)
+        findings = {f.host: f for f in map(self.decision.untold_peer_finding, deviations) if f}
         self._keep_departing(cluster, window_id, {host: self._departing_of(cluster, summaries[host]) for host in hosts})
         output = self._host_incidents(cluster, window_id, [summaries[h] for h in hosts])
         for difference in comparator.take_configuration():

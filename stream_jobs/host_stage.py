@@ -58,7 +58,8 @@ class HostStage:
         # workload changes are told here; the host's anomalies become incidents in the cluster stage, which sets
         # aside what the host's peers share
         self.settling = Settling(settings.decision.settle_s)
-        self.regimes = RegimeDetector(settings.decision.regime_hold_s)
+        decision = settings.decision
+        self.regimes = RegimeDetector(decision.regime_hold_s, decision.idle_below_pct, decision.busy_above_pct)
         self._held: dict[str, deque[Frame]] = defaultdict(deque)
         self._last_sequence: dict[str, int] = {}
 

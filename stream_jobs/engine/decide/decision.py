@@ -31,7 +31,8 @@ class Decision:
         """The host's own findings in its window as incidents, one per cause (subsystem): a new cause opens its own
         incident while another is open, and causes that open together are told strongest first. `kept`: every
         host's departing channels by window, to tell the host's own departures from those its peers share."""
-        own = own_departures(summary, shared_with_peers(kept, summary, self.timing.shared_within))
+        own = own_departures(summary, shared_with_peers(kept, summary, self.timing.shared_within),
+                             self.settings.shared_by_hosts)
         self._causes[summary.host] |= {p.subsystem for p in summary.persisted}
         causes = causes_strongest_first(summary, own, self._causes[summary.host])
         routed = self.router.routed(summary.host, summary.window_id, summary.names, causes)

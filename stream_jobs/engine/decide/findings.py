@@ -8,14 +8,11 @@ import numpy as np
 
 from schemas.channels import counts_page_work
 from schemas.records import DEPARTS_AT, HostWindow, PersistedChannel
+from stream_jobs.engine.decide.incidents import LEVEL_FEATURES
 from stream_jobs.engine.decide.naming import lead, naming_rank
 from stream_jobs.engine.decide.settings import DecisionSettings
 
 NOTHING_DEPARTS: frozenset[str] = frozenset()
-# A channel that leaves its band on this many other hosts of the cluster (all of them, in a smaller one) at about the
-# time the host did moved with the job (a synchronised checkpoint, a new epoch, shared infrastructure), not the host
-SHARED_BY_HOSTS = 1
-LEVEL_FEATURES = ("mean", "residual")
 
 Departures = dict[int, dict[str, frozenset[str]]]
 
@@ -71,12 +68,14 @@ def _began_together(kept: Departures, peer: str, channel: str, window_id: int, o
     return peer_onset is not None and abs(peer_onset - onset) <= within
 
 
-def own_departures(summary: HostWindow, peers_departing: list[frozenset[str]]) -> list[PersistedChannel]:
-    """The host's persisted channels that fewer than SHARED_BY_HOSTS of its peers (all of them, in a smaller
-    cluster) left their bands on at about the time the host did."""
+def own_departures(summary: HostWindow, peers_departing: list[frozenset[str]],
+                   shared_by_hosts: float = 1.0) -> list[PersistedChannel]:
+    """The host's persisted channels that fewer than `shared_by_hosts` of its peers (all of them, in a smaller
+    cluster) left their bands on at about the time the host did: a change they share moved with the job (a
+    synchronised checkpoint, a new epoch, shared infrastructure), not with the host."""
     if not summary.persisted or summary.departures is None:
         return []
-    needed = min(SHARED_BY_HOSTS, len(peers_departing))
+    needed = min(shared_by_hosts, len(peers_departing))
     if needed == 0:
         return list(summary.persisted)
     return [persisted for persisted in summary.persisted

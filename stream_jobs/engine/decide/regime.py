@@ -2,7 +2,7 @@
 holding its other side for `regime_hold_s` is one "regime" notice, and the host's findings are held back for
 `settle_s` while its baseline is learned again. A burner or a stall shorter than the hold is a fault, which the
 channel watch reports within seconds; the first regime a host settles in is adopted silently, since its start was not
-seen. Between `idle_below` and `busy_above` the level is on neither side (hysteresis)."""
+seen. Between `idle_below_pct` and `busy_above_pct` the level is on neither side (hysteresis)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from dataclasses import dataclass
 
 from stream_jobs.engine.decide.incidents import NS_PER_S, AlertEvent
 from stream_jobs.engine.decide.settings import DecisionSettings
-
-IDLE_BELOW = 5.0
-BUSY_ABOVE = 20.0
 
 
 @dataclass
@@ -27,8 +24,9 @@ class _Regime:
 class RegimeDetector:
     """Decides when a host's workload started or stopped from its activity level."""
 
-    def __init__(self, hold_s: float = DecisionSettings.regime_hold_s, idle_below: float = IDLE_BELOW,
-                 busy_above: float = BUSY_ABOVE):
+    def __init__(self, hold_s: float = DecisionSettings.regime_hold_s,
+                 idle_below: float = DecisionSettings.idle_below_pct,
+                 busy_above: float = DecisionSettings.busy_above_pct):
         if not idle_below < busy_above or hold_s < 0:
             raise ValueError(f"idle_below {idle_below} must be < busy_above {busy_above}, hold_s {hold_s} ≥ 0")
         self.hold_ns = round(hold_s * NS_PER_S)

@@ -28,6 +28,8 @@ class DecisionSettings:
     escalation: float = 1.5
     # A channel that leaves its band on a peer within this long of the host's departure moved with the job
     shared_within_s: float = 5.0
+    # ... on this many peers (all of them, in a smaller cluster)
+    shared_by_hosts: float = 1.0
     # A new cause on a host this soon after another began is the same fault reaching another subsystem
     join_within_s: float = 3.0
     # A lossy link's effects show on its peers within this long of its loss verdict
@@ -40,6 +42,9 @@ class DecisionSettings:
     departures_kept_s: float = 600.0
     # A workload is taken to have started or stopped once the host's activity has held its new side this long
     regime_hold_s: float = 60.0
+    # The host's activity (CPU busy %, or GPU utilisation %) is idle at or below this, busy at or above busy_above_pct
+    idle_below_pct: float = 5.0
+    busy_above_pct: float = 20.0
     # After a workload change the host's findings are held back this long while its baseline is learned again
     settle_s: float = 30.0
     # A host differs from its peers once a channel has deviated this long
@@ -54,6 +59,9 @@ class DecisionSettings:
                 raise ValueError(f"decision.{item.name} is {value!r}; expected a finite number ≥ 0")
         if self.escalation <= 1:
             raise ValueError(f"decision.escalation is {self.escalation}; expected above 1")
+        if self.idle_below_pct >= self.busy_above_pct:
+            raise ValueError(f"decision.idle_below_pct {self.idle_below_pct} must be below busy_above_pct "
+                             f"{self.busy_above_pct}")
         if self.reopen_within_s < self.close_after_s:
             raise ValueError(f"decision.reopen_within_s {self.reopen_within_s} is below close_after_s "
                              f"{self.close_after_s}; an incident can only reopen after it closed")

@@ -129,7 +129,8 @@ def test_updates_only_when_severity_escalates_or_the_subsystem_changes():
 def test_cpu_time_that_moves_with_another_subsystem_is_named_after_the_other():
     """Reclaim under memory pressure shows first and strongest as system time: the incident is memory's."""
     tracker = tracker_of()
-    events = feed(tracker, "h1", [True] * 4, severities=[9.0, 8.0, 8.0, 8.0], subsystems=["cpu", "memory", "cpu", "cpu"])
+    events = feed(tracker, "h1", [True] * 4, severities=[9.0, 8.0, 8.0, 8.0],
+                  subsystems=["cpu", "memory", "cpu", "cpu"])
     assert [(e.state, e.subsystem) for e in events] == [("open", "cpu"), ("update", "memory")]
     alone = feed(tracker_of(), "h2", [True] * 3, severities=[9.0] * 3, subsystems=["cpu"] * 3)
     assert [(e.state, e.subsystem) for e in alone] == [("open", "cpu")]

@@ -24,7 +24,9 @@ def test_a_state_leads_cpu_time_within_the_yield_and_memory_work_only_alone():
     assert channels_lead([cpu, disk, work]) == disk
     assert channels_lead([cpu, ("disk.busy.vda", "storage", 40.0 / CPU_YIELDS_WITHIN - 1)]) == cpu
     assert channels_lead([work, cpu]) == cpu and channels_lead([work]) == work
-    assert naming_rank("vm.numa_hit", "memory") > naming_rank("cpu.busy.cpu0", "cpu") > naming_rank("mem.Dirty", "memory")
+    ranks = [naming_rank(*channel) for channel in (("vm.numa_hit", "memory"), ("cpu.busy.cpu0", "cpu"),
+                                                   ("mem.Dirty", "memory"))]
+    assert ranks == sorted(ranks, reverse=True) and len(set(ranks)) == 3
 
 
 def test_no_candidates_is_an_error():
