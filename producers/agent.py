@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from producers.collectors.base import Collector
-from producers.collectors.health import AgentHealthCollector, OwnCommandsCollector
+from producers.collectors.health import AgentHealthCollector
+from producers.collectors.own_footprint import OwnProcessesCollector, OwnSocketsCollector
 from producers.registry import CollectorRegistry
 from producers.sampler import TickStats, block_aligned_start, block_end, off_block_phase, run_schedule
 from producers.source_table import default_collectors
@@ -120,8 +121,8 @@ class Agent:
         sources = collectors if collectors is not None else default_collectors(
             settings.procfs, settings.sysfs, settings.cgroup_parent, settings.source_groups, settings.net_procfs)
         health = AgentHealthCollector(self._tick_health, getattr(sink, "health", dict))
-        own_commands = OwnCommandsCollector(procfs=settings.procfs)
-        self.registry = CollectorRegistry([*sources, health, own_commands], settings.host, settings.cluster, settings.interval_s,
+        own = [OwnProcessesCollector(procfs=settings.procfs), OwnSocketsCollector(settings.procfs, settings.net_procfs)]
+        self.registry = CollectorRegistry([*sources, health, *own], settings.host, settings.cluster, settings.interval_s,
                                           dict(settings.source_intervals))
         self._wall_clock_ns = wall_clock_ns
         self._ticks = 0

@@ -3,8 +3,9 @@ in a folder every Reveal process on the host shares, from its start to its end, 
 so that the engine can tell the load of Reveal's own commands from the host's.
 
 A note is one small JSON file named after the process (pid and start): the command, when the process started (so its
-interpreter's start-up counts) and, once it is over, when it ended. A command killed before it could write its end is
-over when its process is gone. Ended notes are pruned after KEPT_AFTER_END_S by whoever can.
+interpreter's start-up counts) and, once it is over, when it ended and the CPU time it used. A command killed before it
+could write its end is over when its process is gone, with the CPU time last read of it. Ended notes are pruned after
+KEPT_AFTER_END_S by whoever can.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ RESCAN_EVERY_S = 10.0
 UNSETTLED_S = 1.0
 # A folder that could neither be found nor made is looked for again this often.
 REOPEN_EVERY_S = 1.0
+# The unit of CPU time in /proc/<pid>/stat and /proc/stat (USER_HZ)
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def commands_folder() -> Path:
@@ -46,7 +49,29 @@ def process_start_ns(pid: int | str = "self", procfs: str | Path = "/proc") -> i
                       if line.startswith("btime "))
     except (OSError, ValueError, IndexError, StopIteration):
         return None
-    return boot_s * NS_PER_S + start_ticks * NS_PER_S // os.sysconf("SC_CLK_TCK")
+    return boot_s * NS_PER_S + start_ticks * NS_PER_S // CLOCK_TICKS
+
+
+def process_memory_bytes(pid: int | str, procfs: str | Path = "/proc") -> tuple[float, float]:
+    """A process's anonymous memory in use (RssAnon) and its private writable memory (VmData + VmStk: what it has
+    committed), in bytes, from /proc/<pid>/status; (0, 0) when it cannot be read (a process that has ended)."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path(procfs, str(pid), "status").read_text().splitlines()
+                      if ":" in line)
+        kib = lambda name: float(fields.get(name, "0 kB").split()[0]) * 1024  # noqa: E731
+        return kib("RssAnon"), kib("VmData") + kib("VmStk")
+    except (OSError, ValueError, IndexError):
+        return 0.0, 0.0
+
+
+def process_cpu_ticks(pid: int | str, procfs: str | Path = "/proc") -> tuple[float, float] | None:
+    """A process's CPU time so far, all its threads, in clock ticks: (user, system); None when it cannot be read."""
+    try:
+        stat = Path(procfs, str(pid), "stat").read_text()
+        fields = stat[stat.rindex(")") + 2:].split()
+        return float(fields[11]), float(fields[12])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 @contextmanager
@@ -61,8 +86,10 @@ def noted_command(command: str, folder: Path | None = None) -> Iterator[Path | N
         yield note if written else None
     finally:
         if written:
+            used = os.times()
             _write_note(note, {"pid": os.getpid(), "command": command, "start_ns": start_ns,
-                               "end_ns": time.time_ns()})
+                               "end_ns": time.time_ns(), "cpu_ticks": [used.user * CLOCK_TICKS,
+                                                                       used.system * CLOCK_TICKS]})
 
 
 def _write_note(note: Path, content: dict) -> bool:
@@ -92,17 +119,19 @@ class _Seen:
     end_ns: int | None
     pid: int
     mtime_ns: int
+    cpu_ticks: tuple[float, float] = (0.0, 0.0)
 
 
 class CommandLedger:
     """Reads a folder of command notes: how many seconds Reveal's commands have run on this host since the ledger
-    began (a counter: commands that ran together count once each), and how many run now."""
+    began (a counter: commands that ran together count once each), how many run now, and the CPU time they used."""
 
     def __init__(self, folder: Path | None = None, procfs: str | Path = "/proc"):
         self.folder = commands_folder() if folder is None else Path(folder)
         self.procfs = Path(procfs)
         self._seen: dict[str, _Seen] = {}
         self._ended_s = 0.0
+        self._ended_cpu_ticks = (0.0, 0.0)
         self._read_folder_at: tuple[int, int] | None = None  # (the folder's mtime, when it was read), both in ns
         self._folder_fd: int | None = None
         self._closer: weakref.finalize | None = None
@@ -117,6 +146,22 @@ class CommandLedger:
 
     def running_now(self) -> int:
         return sum(seen.end_ns is None for seen in self._seen.values())
+
+    def memory_bytes(self) -> tuple[float, float]:
+        """The anonymous and committed memory of the commands running now, as of the last scan (see
+        process_memory_bytes)."""
+        held = [process_memory_bytes(seen.pid, self.procfs) for seen in self._seen.values() if seen.end_ns is None]
+        return sum(anon for anon, _ in held), sum(committed for _, committed in held)
+
+    def cpu_ticks(self) -> tuple[float, float]:
+        """CPU time (user, system) in clock ticks the commands seen since the ledger began have used so far, as of
+        the last scan: a counter, like /proc/stat's."""
+        user, system = self._ended_cpu_ticks
+        for seen in self._seen.values():
+            if seen.end_ns is None:
+                seen.cpu_ticks = _later(seen.cpu_ticks, process_cpu_ticks(seen.pid, self.procfs))
+                user, system = user + seen.cpu_ticks[0], system + seen.cpu_ticks[1]
+        return user, system
 
     def _scan(self, now_ns: int) -> None:
         if not self._folder_unchanged(now_ns):
@@ -184,6 +229,7 @@ class CommandLedger:
         try:
             note = json.loads(Path(entry.path).read_text())
             start_ns, pid, end_ns = int(note["start_ns"]), int(note["pid"]), note.get("end_ns")
+            final_cpu = tuple(float(ticks) for ticks in note.get("cpu_ticks") or ())
         except (OSError, ValueError, KeyError, TypeError):
             return
         if known is None:
@@ -192,11 +238,15 @@ class CommandLedger:
                 known.start_ns = int(end_ns)  # over long before this ledger began: nothing of it counts
         known.mtime_ns = mtime_ns
         if end_ns is not None:
+            if known.start_ns == start_ns and len(final_cpu) == 2:
+                known.cpu_ticks = _later(known.cpu_ticks, final_cpu)
             self._end(known, max(known.start_ns, int(end_ns)))
 
     def _end(self, seen: _Seen, end_ns: int) -> None:
         seen.end_ns = end_ns
         self._ended_s += max(0, end_ns - seen.start_ns) / NS_PER_S
+        self._ended_cpu_ticks = (self._ended_cpu_ticks[0] + seen.cpu_ticks[0],
+                                 self._ended_cpu_ticks[1] + seen.cpu_ticks[1])
 
     def _prune(self, entry: os.DirEntry, seen: _Seen, now_ns: int) -> None:
         if seen.end_ns is not None and now_ns - seen.end_ns > KEPT_AFTER_END_S * NS_PER_S:
@@ -205,3 +255,10 @@ class CommandLedger:
             except OSError:
                 return
             del self._seen[entry.name]
+
+
+def _later(known: tuple[float, float], read: tuple[float, ...] | None) -> tuple[float, float]:
+    """A command's CPU time from a new reading, never below what was known (a counter only rises)."""
+    if read is None:
+        return known
+    return max(known[0], read[0]), max(known[1], read[1])

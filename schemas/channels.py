@@ -46,9 +46,50 @@ def counts_page_work(name: str) -> bool:
 # The host's memory, the scale of what a change of a memory level means there.
 MEM_TOTAL = "mem.MemTotal"
 
-# Seconds Reveal's own commands (`reveal sql`, `report` …) have run on the host, a counter: while it moves, and for
-# a few seconds after, the host's load is partly Reveal's own.
+# Reveal's own footprint on the host, measured by the agent (producers/collectors/own_footprint.py): the seconds its
+# commands (`reveal sql`, `report` …) ran, its processes' CPU time in clock ticks (counters) and memory in bytes
+# (anonymous, and committed: private writable), and the TCP sockets on the ports it listens on: in TIME_WAIT and
+# open now (gauges), and the connections that closed (a counter).
 OWN_COMMANDS_SECONDS = "agent.reveal_commands_s"
+OWN_CPU_USER_TICKS = "agent.reveal_cpu_user_ticks"
+OWN_CPU_SYSTEM_TICKS = "agent.reveal_cpu_system_ticks"
+OWN_ANON_BYTES = "agent.reveal_anon_bytes"
+OWN_COMMITTED_BYTES = "agent.reveal_committed_bytes"
+OWN_TCP_TIME_WAIT = "agent.reveal_tcp_time_wait"
+OWN_TCP_OPEN = "agent.reveal_tcp_open"
+OWN_TCP_CLOSED = "agent.reveal_tcp_closed"
+# The host's channels that hold a share measured as Reveal's: (host channel, Reveal's share, +1 to take it out or -1
+# to give it back: the CPU time and memory Reveal holds would otherwise be idle or free).
+OWN_SHARES = (("sock.tcp_tw", OWN_TCP_TIME_WAIT, 1), ("sock.tcp_inuse", OWN_TCP_OPEN, 1),
+              ("sock.tcp_alloc", OWN_TCP_OPEN, 1), ("sock.sockets_used", OWN_TCP_OPEN, 1),
+              ("snmp.Tcp.CurrEstab", OWN_TCP_OPEN, 1), ("cpu.user.all", OWN_CPU_USER_TICKS, 1),
+              ("cpu.system.all", OWN_CPU_SYSTEM_TICKS, 1), ("cpu.idle.all", OWN_CPU_USER_TICKS, -1),
+              ("cpu.idle.all", OWN_CPU_SYSTEM_TICKS, -1), ("mem.AnonPages", OWN_ANON_BYTES, 1),
+              ("mem.MemFree", OWN_ANON_BYTES, -1), ("mem.MemAvailable", OWN_ANON_BYTES, -1),
+              ("mem.Committed_AS", OWN_COMMITTED_BYTES, 1))
+# Reveal is at work (a command runs, a page or query is served) while these move (counters) or are above zero.
+OWN_WORK = (OWN_COMMANDS_SECONDS, OWN_TCP_OPEN, OWN_TCP_CLOSED)
+# What Reveal's work moves on the host without a share the agent can measure at the moment it moves: time per CPU and
+# what the scheduler counts, memory levels and work, pressure, sockets, loopback and host-wide TCP/IP traffic, disks
+# (memory and socket levels hold its share besides, for what outlasts the work). The CPU totals (`.all`) hold its
+# share, measured over the window, instead; retransmissions and GPUs it does not move.
+_MOVED_BY_OWN_WORK = re.compile(r"cpu\.(?!\w+\.all$).*|(irq|softirq|psi|mem|vm|numa|cgroup|pmu|disk|sock)\..*|"
+                                r"snmp\.(Tcp|TcpExt|Ip|IpExt)\.(?!RetransSegs$|TCPDSACKRecvSegs$).*|"
+                                r"net\.(\w+\.lo|softnet_\w+\.\w+)")
+
+
+def moved_by_own_work(name: str) -> bool:
+    """Whether Reveal's own work moves the channel without a measured share of its own: while Reveal works, it is left
+    out of the host's judgement.
+
+    >>> moved_by_own_work("cpu.user.cpu0"), moved_by_own_work("cpu.user.all"), moved_by_own_work("gpu.util.gpu0")
+    (True, False, False)
+    >>> moved_by_own_work("snmp.TcpExt.TCPPureAcks"), moved_by_own_work("snmp.Tcp.RetransSegs")
+    (True, False)
+    >>> [moved_by_own_work(name) for name in ("net.rx_bytes.lo", "net.softnet_processed.cpu0", "net.rx_bytes.eth0")]
+    [True, True, False]
+    """
+    return _MOVED_BY_OWN_WORK.fullmatch(name) is not None
 
 # TCP segments retransmitted and sent, host-wide (/proc/net/snmp).
 TCP_RETRANSMITS = "snmp.Tcp.RetransSegs"

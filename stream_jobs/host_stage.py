@@ -110,10 +110,10 @@ class HostStage:
 
     def _outputs(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> StageOutput:
         if verdict.baseline_changed:
-            self._report_baseline(catalog.host, pipeline)
+            self._report_baseline(catalog.host, pipeline, verdict)
         anomaly = anomaly_record(catalog, verdict) if verdict.anomalous else None
         events = self._regime_events(catalog, pipeline, verdict)
-        settling = self.settling.settling(catalog.host, verdict.end_ns) or verdict.own_activity
+        settling = self.settling.settling(catalog.host, verdict.end_ns)
         return StageOutput([window_row(catalog, verdict)], [anomaly] if anomaly else [],
                            [alert_record(e, catalog.cluster) for e in events],
                            [host_window(catalog, pipeline, verdict, settling)]
@@ -121,7 +121,7 @@ class HostStage:
                            [baseline_row(catalog, pipeline, verdict)] if verdict.baseline_changed else [], [verdict])
 
     @staticmethod
-    def _report_baseline(host: str, pipeline: HostPipeline) -> None:
+    def _report_baseline(host: str, pipeline: HostPipeline, verdict: WindowVerdict) -> None:
         kept = int(pipeline.kept.sum()) if pipeline.kept is not None else 0
         saved = 1 - kept / max(len(pipeline.signal_names), 1)
         log.info("%s: baseline learned; selection keeps %d of %d channels (%.0f%% fewer), %d features per window",
@@ -129,6 +129,8 @@ class HostStage:
         sureness = how_sure(pipeline)
         if sureness:
             log.info("%s: %s", host, sureness)
+        if pipeline.doubt is not None and not verdict.baseline_ready:  # just learned, not refitted
+            log.warning("%s: %s", host, pipeline.doubt.told(pipeline.settings.stride_s))
 
     def _regime_events(self, catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict) -> list[AlertEvent]:
         """A workload that starts or stops is one notice and a fresh baseline, not a storm of anomalies."""

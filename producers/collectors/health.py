@@ -1,5 +1,4 @@
-"""The agent's own health as channels: how late its ticks run, what it costs, what its publisher holds, and how long
-Reveal's own commands have run on the host (so that their load is not taken for the host's)."""
+"""The agent's own health as channels: how late its ticks run, what it costs and what its publisher holds."""
 
 from __future__ import annotations
 
@@ -9,14 +8,13 @@ from typing import Callable
 
 from producers.collectors.base import Collector
 from producers.fast_read.persistent_file import PersistentFile
-from producers.own_commands import CommandLedger
-from schemas.channels import AGENT_SUBSYSTEM, OWN_COMMANDS_SECONDS
+from schemas.channels import AGENT_SUBSYSTEM
 
 _UNITS = {"agent.tick_lag_ms": ("gauge", "ms"), "agent.ticks_skipped": ("event", "ticks"),
           "agent.cpu_time_us": ("counter", "us"), "agent.rss_bytes": ("gauge", "bytes"),
           "agent.frames_sent": ("counter", "frames"), "agent.delivery_failures": ("event", "frames"),
           "agent.spool_records": ("gauge", "frames"), "agent.spool_bytes": ("gauge", "bytes"),
-          "agent.dropped_frames": ("event", "frames"), OWN_COMMANDS_SECONDS: ("counter", "s")}
+          "agent.dropped_frames": ("event", "frames")}
 
 
 def resident_bytes(statm: PersistentFile) -> float:
@@ -53,24 +51,3 @@ class AgentHealthCollector(Collector):
     def close(self) -> None:
         self._statm.close()
 
-
-class OwnCommandsCollector(Collector):
-    """Seconds Reveal's own commands (`reveal sql`, `report` …) have run on this host, read from their notes every
-    tick (or after a block of ticks, standing for each): a command's load shows in the host's channels at once, and
-    the engine must know of it as soon."""
-
-    source = "reveal_commands"
-    explains_load = True
-
-    def __init__(self, ledger: CommandLedger | None = None, procfs: str = "/proc"):
-        super().__init__(procfs)
-        self.ledger = ledger if ledger is not None else CommandLedger(procfs=procfs)
-
-    def collect(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        kind, unit = _UNITS[OWN_COMMANDS_SECONDS]
-        self._put(out, OWN_COMMANDS_SECONDS, "", self.ledger.running_seconds(), AGENT_SUBSYSTEM, kind, unit)
-        return out
-
-    def close(self) -> None:
-        self.ledger.close()

@@ -19,3 +19,8 @@ class SockStatCollector(ProcTextCollector):
         return [Field(number, i + 1, f"sock.{protocol}_{tokens[i].decode()}", "", "network", "gauge",
                       "pages" if tokens[i] == b"mem" else "sockets")
                 for i in range(1, len(tokens), 2)]
+
+    def scan_plan(self) -> None:
+        """Read by the agent rather than by the compiled scanner, just before Reveal's own sockets are
+        (producers/collectors/own_footprint.py): the host's counts and Reveal's share of them are of one instant."""
+        return None

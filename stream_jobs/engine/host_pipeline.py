@@ -21,7 +21,8 @@ from stream_jobs.engine.detectors import paper_detectors, standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble
 from stream_jobs.engine.features import FeatureLayout, feature_layout
 from stream_jobs.engine.half_precision import Float16Rows
-from stream_jobs.engine.own_activity import OwnActivity
+from stream_jobs.engine.learning_doubt import StretchApart, stretch_apart
+from stream_jobs.engine.own_footprint import OwnFootprint
 from stream_jobs.engine.residuals import Residuals
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
@@ -74,7 +75,8 @@ class HostPipeline(WatchedColumns):
         self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
         self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
         self._tx_bytes = _indices(self.signal_names, (NET_TX_BYTES_PREFIX,), prefix=True)
-        self.own_activity = OwnActivity(channels.names)
+        self.own_footprint = OwnFootprint(channels)
+        self.doubt: StretchApart | None = None  # what the last baseline learned may hold of an anomaly
         self._effect_columns: list[np.ndarray] = []
 
     @property
@@ -144,19 +146,17 @@ class HostPipeline(WatchedColumns):
         return np.hstack([base, derive(self.specs, window.timestamps_ns, window.values, min_step_s)])
 
     def _judge(self, window: Window) -> WindowVerdict:
-        own = self.own_activity.in_window(window.timestamps_ns, window.values, window.start_ns)
-        verdict = self._judged(window, learn=not own)
-        return replace(verdict, own_activity=True) if own else verdict
+        accounted, worked = self.own_footprint.account(window)
+        return replace(self._judged(accounted), own_activity=worked)
 
-    def _judged(self, window: Window, learn: bool = True) -> WindowVerdict:
-        """The window's verdict; a window that carries Reveal's own load (`learn` false) is judged but never
-        learned as part of the host's baseline."""
+    def _judged(self, window: Window) -> WindowVerdict:
+        """The window's verdict; while no baseline is ready, the window is learned as part of it."""
         self.windows_seen += 1
         signal = self._signal(window)
         seconds = self._frame_seconds(window)
         means = column_means(signal)
         if not self.baseline_ready:
-            return self._learn(window, seconds, signal, means, learn)
+            return self._learn(window, seconds, signal, means)
         features = self.layout.compute(seconds, signal[:, self.kept])
         zscore, batch = self.ensemble.detectors[0], features[None, :]
         z = zscore.z(batch)  # attribution's too: computed once
@@ -185,22 +185,22 @@ class HostPipeline(WatchedColumns):
                                   float(bands.median[i]), float(bands.sigma[i]), float(watched.z[i]),
                                   self.watched_reference(i)) for i in order if magnitude[i] >= 0)
 
-    def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray,
-               learn: bool = True) -> WindowVerdict:
-        if learn:
-            self._keep_for_baseline(window, seconds, signal, means)
+    def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
+        self._keep_for_baseline(window, seconds, signal, means)
         watched = self._watch_while_learning(window, signal, means)
         fitted = len(self._warmup_features) >= self.settings.warmup_windows
         if fitted:
+            learned = np.vstack(self._warmup_means)
             self._fit_baseline()
+            self.doubt = stretch_apart(learned, self._event_floors(), self.signal_names, self.watch.timing.unconfirmed)
         if watched is not None and watched.flagged:
             evidence = self._watch_evidence(means, watched)
             top = evidence_lead(evidence, self.subsystem_of)
-            return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
+            return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), False,
                                  watched.severity, 1.0, True, (CHANNELS,), self.subsystem_of[top.channel],
                                  claim(top), evidence, {"channels": watched.severity}, {"channels": 1.0},
                                  top.explanation, fitted, means, self._context(signal, window, None), watched)
-        return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), fitted,
+        return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), False,
                              0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means,
                              context=self._context(signal, window, None), watch=watched)
 

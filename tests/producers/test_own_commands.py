@@ -11,7 +11,7 @@ import time
 
 from producers.own_commands import (KEPT_AFTER_END_S, NS_PER_S, REOPEN_EVERY_S, RESCAN_EVERY_S, UNSETTLED_S,
                                     CommandLedger, noted_command, process_start_ns)
-from producers.collectors.health import OwnCommandsCollector
+from producers.collectors.own_footprint import OwnProcessesCollector
 from schemas.channels import OWN_COMMANDS_SECONDS
 
 
@@ -81,7 +81,7 @@ def test_an_unwritable_folder_loses_the_note_not_the_command(tmp_path):
 
 
 def test_the_agent_reports_the_seconds_as_a_counter_of_its_own(tmp_path):
-    collector = OwnCommandsCollector(CommandLedger(tmp_path))
+    collector = OwnProcessesCollector(CommandLedger(tmp_path))
     before = collector.read()
     with noted_command("alerts", tmp_path):
         time.sleep(0.05)

@@ -59,3 +59,19 @@ def test_a_learning_line_says_why_and_counts_its_own_spell():
     again = describe_verdict(learning, 30, 3, relearning=True)
     assert "learning baseline 3/30 (learning this host's baseline; nothing is judged until it is learned)" in first
     assert "learning baseline 3/30 (relearning after the channel catalog changed;" in again
+
+
+def test_the_window_that_completes_the_baseline_is_told_as_learned_not_as_judged(chdb_dsn):
+    writer = ClickHouseWriter(chdb_dsn, f"test_embedded_{uuid.uuid4().hex[:10]}")
+    console = io.StringIO()
+    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20, watch=FULL_HORIZON)), ClickHouseLanding(writer),
+                            console)
+    catalog = synthetic_catalog("alpha")
+    runner.on_catalog(catalog)
+    for frame in synthetic_frames(catalog, T0, 300):
+        runner.on_frame(frame)
+    runner.close()
+    writer.close()
+    lines = [line for line in console.getvalue().splitlines() if "  window " in line]
+    assert all("learning baseline" in line for line in lines[:20]) and "learning baseline 20/20" in lines[19]
+    assert lines[20:] and all("score" in line for line in lines[20:])

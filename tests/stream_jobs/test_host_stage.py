@@ -302,9 +302,12 @@ def test_windows_with_reveal_commands_are_marked_in_their_row():
         for row in stage.on_frame(Frame(frame.host, frame.cluster, frame.timestamp_ns, frame.sequence,
                                         frame.catalog_version, values)).window_rows:
             windows.append(((row[3] - T0) / 1e9, (row[4] - T0) / 1e9, row[-1] == OWN_ACTIVITY_REGIME))
+    from stream_jobs.engine.own_footprint import READING_SPAN_S
+
     marked = [(start, end) for start, end, own in windows if own]
-    ran_at_s, settle_s = 30.0, 5.0
-    assert marked and all(end >= ran_at_s and start <= ran_at_s + settle_s for start, end in marked)
+    ran_at_s = 30.0
+    assert marked and all(end >= ran_at_s - READING_SPAN_S and start <= ran_at_s + READING_SPAN_S
+                          for start, end in marked)
     assert all(own for start, end, own in windows if start < ran_at_s < end)
 
 

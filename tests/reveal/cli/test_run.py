@@ -3,9 +3,6 @@ command itself: its version and the commands its help lists."""
 
 import subprocess
 import sys
-import threading
-
-import pytest
 
 from sinks.clickhouse import ClickHouseReader, data_dir_dsn
 
@@ -104,53 +101,6 @@ def test_incidents_a_killed_run_left_open_are_closed_with_a_note_when_it_starts_
     reader.close()
     assert still_open[1] == []
     assert ABANDONED_NOTE in closing[1][0][0] and closing[1][0][1] == 10**18 + 3 * 10**9
-
-
-
-@pytest.mark.quiet_host
-def test_reveal_commands_pointed_at_a_run_open_no_incident(tmp_path):
-    """`reveal sql` and `reveal report` run back to back against a run that has just learned a short baseline: each
-    is real load on the host (an interpreter starting, forks, memory, loopback TCP, files), and Reveal's own."""
-    import signal
-    import time
-
-    data_dir = str(tmp_path / "data")
-    run = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--data-dir", data_dir, "--warmup-windows", "12",
-                            "--settle", "3", "--listen", "127.0.0.1:0", "--no-ui", "--quiet"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    lines, learned = [], threading.Event()
-    threading.Thread(target=_collect_lines, args=(run.stderr, lines, "baseline learned", learned), daemon=True).start()
-    try:
-        # the commands' windows are never learned: they start once the baseline is (a channel that comes and goes
-        # on the host, e.g. another test's cgroup, restarts its learning)
-        assert learned.wait(120), "".join(lines)[-2000:]
-        judged_from_ns = time.time_ns()
-        commands = 0
-        while time.time_ns() - judged_from_ns < 40e9:
-            asked = reveal("sql", "--data-dir", data_dir, "--query", "open-incidents")
-            reported = reveal("report", "--data-dir", data_dir, "--out", str(tmp_path / "report.html"))
-            assert asked.returncode == 0 and reported.returncode == 0, asked.stderr + reported.stderr
-            commands += 2
-    finally:
-        run.send_signal(signal.SIGINT)
-        run.wait(timeout=60)
-    assert run.returncode == 0, "".join(lines)[-2000:]
-    reader = ClickHouseReader(data_dir_dsn(data_dir))
-    opened = reader.query("SELECT summary FROM alerts FINAL WHERE kind = 'anomaly' AND state = 'open' "
-                          "AND start >= fromUnixTimestamp64Nano({t:Int64})", {"t": judged_from_ns})[1]
-    marked = reader.query("SELECT count() FROM windows WHERE regime = 'reveal commands'")[1][0][0]
-    reader.close()
-    assert commands >= 6
-    assert opened == [], opened
-    assert marked > 0
-
-
-def _collect_lines(stream, lines: list, wanted: str, seen: threading.Event) -> None:
-    """Read `stream` to its end into `lines`, setting `seen` once a line holds `wanted`."""
-    for line in stream:
-        lines.append(line)
-        if wanted in line:
-            seen.set()
 
 
 def test_a_command_reads_no_package_metadata_unless_asked_for_the_version():
