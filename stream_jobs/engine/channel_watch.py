@@ -121,8 +121,7 @@ class WatchTiming:
         lengths, whichever is longer (a level held for a few of its windows has not been seen to last)."""
         windows = lambda seconds: windows_for(seconds, stride_s)  # noqa: E731
         adopt_s = max(settings.adopt_after_s, settings.adopt_after_window_lengths * window_s)
-        persist = windows(settings.persist_s)
-        history_stride = windows(settings.history_every_s)
+        persist, history_stride = windows(settings.persist_s), windows(settings.history_every_s)
         return cls(persist, max(persist, windows(settings.unconfirmed_s)), history_stride,
                    max(MIN_HISTORY_WINDOWS, windows(settings.history_span_s) // history_stride),
                    max(persist + 1, windows(adopt_s)), windows(settings.drift_horizon_s))
