@@ -23,10 +23,10 @@ class EmbeddedRunner:
 
     def __init__(self, stage: HostStage, store: ResultStore, console: TextIO | None = None,
                  flush_every_s: float = 1.0, clock: Callable[[], float] = time.monotonic,
-                 live: LiveState | None = None):
+                 live: LiveState | None = None, one_host: bool = False):
         self.stage, self.store, self.console, self.live = stage, store, console, live
         self.flush_every_s = flush_every_s
-        self.cluster = ClusterStage(stage.settings, one_host=True)
+        self.cluster = ClusterStage(stage.settings, one_host=one_host)  # see ClusterStage._reported_through
         self.windows = 0
         self.anomalous_windows = 0
         self.anomalies = 0

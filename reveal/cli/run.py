@@ -67,7 +67,7 @@ def handle(args) -> int:
     _close_abandoned(writer, agent_config.host)
     landing = ClickHouseLanding(writer)
     stage = HostStage(engine, landing.saved_baseline, str(args.data_dir))
-    runner = sink.target = EmbeddedRunner(stage, landing, console, live=live)
+    runner = sink.target = EmbeddedRunner(stage, landing, console, live=live, one_host=True)  # this host's agent
     load_fitting()  # the engine's own one-off growth comes before this host's baseline, which would see it
     server.start(args.data_dir)
     print(f"live page: {server.url}/" if server.page else f"queries: {server.url}/api/query", flush=True)
