@@ -50,10 +50,10 @@ def test_a_cpu_burner_s_incident_is_closed_within_40_s_of_its_end(tmp_path):
     _, events = reader.query("SELECT alert_id, state, summary, subsystem FROM alerts FINAL WHERE kind = 'anomaly' "
                              "ORDER BY end, state")
     reader.close()
-    opened = [e for e in events if e[1] == "open"]
+    # the burner's incidents: what the host does besides (a previous test's sockets leaving TIME_WAIT) is not judged
+    burner = [e for e in events if e[1] == "open" and e[3] == "cpu"]
     closed = {e[0]: e[2] for e in events if e[1] == "closed"}
-    assert opened, f"the burner opened nothing: {events}\n{''.join(lines)[-2000:]}"
-    assert any(e[3] == "cpu" for e in opened), events
-    for alert_id, *_ in opened:
+    assert burner, f"the burner opened nothing: {events}\n{''.join(lines)[-2000:]}"
+    for alert_id, *_ in burner:
         assert alert_id in closed and "run ended" not in closed[alert_id], \
             f"{alert_id} still open {CLOSED_WITHIN_S:.0f} s after the burner ended at {burned_until_ns}: {events}"
