@@ -40,14 +40,3 @@ def lead(candidates: Sequence[Candidate], rank: Callable[[Candidate], int],
     if state is not None and cpu is not None and strength(cpu) > CPU_YIELDS_WITHIN * strength(state):
         return cpu
     return best[min(best)]
-
-
-def channels_lead(channels: Sequence[tuple[str, str, float]]) -> tuple[str, str, float]:
-    """The lead of (channel, subsystem, distance) triples."""
-    return lead(channels, lambda c: naming_rank(c[0], c[1]), lambda c: abs(c[2]))
-
-
-def furthest_first(items: Sequence[Candidate], strength: Callable[[Candidate], float],
-                   channel: Callable[[Candidate], str]) -> list[Candidate]:
-    """Items furthest out first, memory work after the rest at equal distance."""
-    return sorted(items, key=lambda item: (-strength(item), counts_page_work(channel(item))))

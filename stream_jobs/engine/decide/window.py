@@ -31,11 +31,6 @@ class WindowFinding:
     lead: Contribution | None
     subsystem: str
 
-    @property
-    def by_trio(self) -> bool:
-        """Whether the trio, not a persisted channel, flagged the window."""
-        return self.flagged and CHANNELS not in self.detectors
-
 
 def window_finding(watched, trio, paper: bool, trio_alerts: bool, explain: bool,
                    channel_evidence: Callable[[], tuple[Contribution, ...]],

@@ -4,11 +4,16 @@ CPU time leading only far beyond a state."""
 import pytest
 from hypothesis import given, strategies as st
 
-from stream_jobs.engine.decide.naming import CPU_YIELDS_WITHIN, channels_lead, lead, naming_rank
+from stream_jobs.engine.decide.naming import CPU_YIELDS_WITHIN, lead, naming_rank
 
 CHANNELS = st.lists(st.tuples(st.sampled_from(["cpu.busy.cpu0", "vm.pgreuse", "mem.Dirty", "disk.busy.vda",
                                                "net.rx_bytes.eth0", "vm.numa_hit"]),
                               st.floats(0.0, 1e6)), min_size=1, max_size=8)
+def channels_lead(channels):
+    """The lead of (channel, subsystem, distance) triples."""
+    return lead(channels, lambda c: naming_rank(c[0], c[1]), lambda c: abs(c[2]))
+
+
 SUBSYSTEMS = {"cpu.busy.cpu0": "cpu", "vm.pgreuse": "memory", "mem.Dirty": "memory", "disk.busy.vda": "storage",
               "net.rx_bytes.eth0": "network", "vm.numa_hit": "memory"}
 

@@ -37,13 +37,13 @@ def finding(watched, trio, paper=False, trio_alerts=False, explain=False):
 def test_the_calibrated_mode_flags_by_the_watch_and_the_paper_s_by_the_trio_alone():
     calibrated = finding(Watched(True), Trio(True))
     assert (calibrated.flagged, calibrated.detectors, calibrated.severity) == (True, (CHANNELS,), 3.0)
-    assert calibrated.evidence == CHANNEL_EVIDENCE and not calibrated.by_trio
+    assert calibrated.evidence == CHANNEL_EVIDENCE
     paper = finding(Watched(True), Trio(True), paper=True)
     assert (paper.flagged, paper.detectors, paper.severity, paper.evidence) == \
         (True, ("zscore", "isolation_forest"), 1.4, TRIO_EVIDENCE)
-    assert paper.by_trio and paper.subsystem == "storage"
+    assert CHANNELS not in paper.detectors and paper.subsystem == "storage"
     assert not finding(Watched(False), Trio(True)).flagged and not finding(Watched(True), Trio(False), True).flagged
-    assert finding(Watched(False), Trio(True), trio_alerts=True).by_trio
+    assert finding(Watched(False), Trio(True), trio_alerts=True).detectors == ("zscore", "isolation_forest")
 
 
 def test_an_unflagged_window_is_explained_only_when_asked_and_named_after_nothing():
