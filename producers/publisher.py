@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,9 @@ class DeliveryStats:
 
 FRAME_LINGER_MS = 200  # a message of one frame waits for a few more of its host's to share its batch
 BLOCK_LINGER_MS = 5  # a message of a block of frames waits only to share a batch with those sent at the same instant
+# A broker that is starting again as the publisher closes gets this long to answer before the spool is kept for the
+# next run: a broker just back takes a few seconds to answer metadata, and a stopping agent should not wait long.
+CLOSE_WAITS_FOR_BROKER_S = 10.0
 
 
 def producer_config(bootstrap: str, extra: dict | None = None, frames_per_message: int = 1) -> dict:
@@ -130,7 +134,7 @@ class KafkaFramePublisher:
         if self._drainer is not None:
             self._stop.set()
             self._drainer.join(timeout_s)
-            if self._broker_down.is_set() and not self._broker_answers():
+            if self._broker_down.is_set() and not self._broker_answers_within(min(timeout_s, CLOSE_WAITS_FOR_BROKER_S)):
                 self._keep_in_flight()
             else:
                 self._replay(timeout_s)
@@ -245,6 +249,14 @@ class KafkaFramePublisher:
             self.producer.list_topics(timeout=2.0)
         except KafkaException:
             return False
+        return True
+
+    def _broker_answers_within(self, wait_s: float) -> bool:
+        deadline = time.monotonic() + wait_s
+        while not self._broker_answers():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
         return True
 
     def _replay(self, timeout_s: float) -> None:
