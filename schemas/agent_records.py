@@ -180,14 +180,17 @@ def frames_in(message: bytes) -> int:
     try:
         while message.startswith(header, position):
             position += len(header)
+            lengths = []
             for _ in range(2):  # host, cluster
                 length, position = read_avro_long(message, position)
+                lengths.append(length)
                 position += length
             for _ in range(3):  # timestamp_ns, sequence, catalog_version
                 _, position = read_avro_long(message, position)
             length, position = read_avro_long(message, position)
+            lengths.append(length)
             position += length
-            if position > len(message):
+            if position > len(message) or min(lengths) < 0:  # cut short, or a negative length: not a frame record
                 break
             count += 1
     except IndexError:

@@ -74,7 +74,7 @@ def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict
                       catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous and not settling,
                       finite_or_zero(verdict.score), context.retransmits, context.segments_out,
                       context.traffic_burstiness, context.irq_z, context.cpu_freq_z, context.gpu_power_z,
-                      None if watch is None else outside_band(pipeline.signal_departures(watch)), persisted)
+                      None if watch is None else outside_band(pipeline.columns.departures(watch)), persisted)
 
 
 def outside_band(departures: np.ndarray) -> np.ndarray:
@@ -109,11 +109,11 @@ def persisted_signals(pipeline: HostPipeline, watch) -> tuple[PersistedChannel, 
     found: dict[int, PersistedChannel] = {}
     columns = np.flatnonzero(watch.persisted)
     for column in columns[np.argsort(-np.abs(watch.departure[columns]), kind="stable")]:
-        signal = pipeline.watched_signal(int(column))
+        signal = pipeline.columns.signal_of(int(column))
         if signal not in found:
             found[signal] = PersistedChannel(signal, float(watch.z[column]),
                                              pipeline.subsystem_of[pipeline.signal_names[signal]],
-                                             pipeline.watched_feature(int(column)),
+                                             pipeline.columns.feature(int(column)),
                                              float(watch.departure[column]))
     return tuple(found.values())
 

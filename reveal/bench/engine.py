@@ -49,7 +49,7 @@ def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -
     """Warm `hosts` pipelines on synthetic hosts of `channels` channels, then time each stage of one window."""
     catalog = _catalog(channels)
     table = ChannelTable.of_catalog(catalog)
-    settings = EngineSettings(warmup_windows=60)
+    settings = EngineSettings(warmup_s=60.0)
     frames = synthetic_frames(catalog, 1_700_000_000_000_000_000, 10 * 70, seed=1)
     progress(f"warming {hosts} host pipelines of {len(catalog.channels)} channels …")
     _warm(HostPipeline(table, settings), frames)  # modules a first fit imports are not memory of any host
@@ -73,9 +73,10 @@ def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -
     z = pipeline.ensemble.detectors[0].z(batch)[0]
     result.micros["attribution"] = _timed(lambda: pipeline._evidence(features, z), repeats)
     means = signal.mean(axis=0)
+    columns = pipeline.columns
     result.micros["channel_watch"] = _timed(
-        lambda: pipeline.watch.judge(pipeline._watched(signal, means), lambda: pipeline._inner(signal)), repeats)
-    result.streak_micros = _timed(lambda: pipeline._inner(signal), repeats)
+        lambda: pipeline.watch.judge(columns.of_window(signal, means), lambda: columns.confirmations(signal)), repeats)
+    result.streak_micros = _timed(lambda: columns.confirmations(signal), repeats)
     result.watch_history_bytes = watch_history_bytes(pipeline)
     result.baseline_to_fill_bytes = float(pipeline._recent.bytes_to_fill(len(pipeline.layout.names)))
     return result

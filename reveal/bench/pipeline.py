@@ -23,7 +23,7 @@ import numpy as np
 import psutil
 
 from reveal.bench.paced_replay import ReplayReport, replay_fleet
-from reveal.bench.pipeline_figures import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings,
+from reveal.bench.pipeline_figures import (WARMUP_S, PipelineBenchResult, PipelineBenchSettings,
                                            baselines_learned_s, caught_up_at, committed_rate, cpu_percent,
                                            falls_behind, lag_slope, latencies_s, rss_floor_growth_percent,
                                            rss_summary, steady_rate, storage_delays)
@@ -98,7 +98,7 @@ class PipelineBench:
     def _start_workers(self) -> None:
         self.progress(f"starting {self.settings.workers} worker(s) in group {self.group} …")
         self.workers = [WorkerProcess(self.settings.bootstrap, self.prefix, self.group, self.folder / f"worker-{i}",
-                                      WARMUP_WINDOWS) for i in range(self.settings.workers)]
+                                      WARMUP_S) for i in range(self.settings.workers)]
         if not self.lag.wait_until_stable(self.settings.workers):
             raise RuntimeError(f"the workers did not join group {self.group}; log:\n{self.workers[0].log_tail()}")
         time.sleep(3.0)  # let the idle workers settle before their memory is taken as the floor

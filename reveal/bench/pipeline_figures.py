@@ -12,7 +12,7 @@ from reveal.bench.pipeline_probes import ProcessSample
 from reveal.bench.stack_profile import ProfileSummary
 from stream_jobs.engine.host_pipeline import EngineSettings
 
-WARMUP_WINDOWS = 10
+WARMUP_S = 10.0  # the workers' warm-up: ten windows at the engine's stride of 1 s
 GOALS = {"channel_samples_per_s": (">=", 1_000_000.0), "anomaly_latency_p99_s": ("<=", 1.5),
          "alert_latency_p99_s": ("<=", 1.5), "anomaly_latency_steady_part_p99_s": ("<=", 1.5),
          "alert_latency_steady_part_p99_s": ("<=", 1.5), "memory_mb_per_host": ("<=", 2.0)}
@@ -38,7 +38,7 @@ class PipelineBenchSettings:
 
     def fleet(self) -> FleetSettings:
         """The replayed fleet: a step change on one host in ten, late enough for every baseline to be learnt."""
-        step_at = max(0.7 * self.duration_s, WARMUP_WINDOWS + 8.0)
+        step_at = max(0.7 * self.duration_s, WARMUP_S + 8.0)
         return FleetSettings(self.hosts, self.channels, self.interval_s, self.duration_s, step_at,
                              max(1, self.hosts // 10), self.seed, self.publish_every_s)
 
@@ -216,8 +216,8 @@ def storage_delays(stored_by_second: dict[int, int], started_s: float, frames_pe
 
 def baselines_learned_s() -> float:
     """Seconds into the replay at which every host has learned its baseline: its warm-up windows have closed."""
-    engine = EngineSettings()
-    return engine.window_s + WARMUP_WINDOWS * engine.stride_s
+    engine = EngineSettings(warmup_s=WARMUP_S)
+    return engine.window_s + engine.warmup_windows * engine.stride_s
 
 
 def caught_up_at(delays: list[tuple[float, float]], after_s: float, within_s: float = CAUGHT_UP_S,
@@ -245,7 +245,7 @@ def caught_up_at(delays: list[tuple[float, float]], after_s: float, within_s: fl
 def memory_steady_after_s() -> float:
     """Seconds into each host's run after which the bench's workers hold all they keep of it (its rolling baseline
     and its channel watch's windows): memory per host taken earlier is short of what a long-running worker holds."""
-    return EngineSettings(warmup_windows=WARMUP_WINDOWS).state_full_s
+    return EngineSettings(warmup_s=WARMUP_S).state_full_s
 
 
 def memory_per_host(idle_rss_bytes: int, end_rss_bytes: int, hosts: int) -> float:

@@ -75,7 +75,7 @@ def free_port() -> int:
 class WorkerProcess:
     """One `reveal worker` subprocess of the benchmark, with its own chDB folder, log and home."""
 
-    def __init__(self, bootstrap: str, prefix: str, group: str, folder: Path, warmup_windows: int):
+    def __init__(self, bootstrap: str, prefix: str, group: str, folder: Path, warmup_s: float):
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
         self.dsn = f"chdb://{folder / 'clickhouse'}"
@@ -84,7 +84,7 @@ class WorkerProcess:
         self.metrics_url = f"http://127.0.0.1:{port}/metrics"
         command = [sys.executable, "-m", "reveal.cli", "--log-level", "INFO", "worker", "--bootstrap", bootstrap,
                    "--topic-prefix", prefix, "--group", group, "--clickhouse", self.dsn,
-                   "--warmup-windows", str(warmup_windows), "--metrics-listen", f"127.0.0.1:{port}"]
+                   "--warmup", f"{warmup_s:g}", "--metrics-listen", f"127.0.0.1:{port}"]
         # its own HOME keeps the worker's Faust state folder inside the benchmark's temporary folder
         environment = {**os.environ, "HOME": str(folder), "PYTHONUNBUFFERED": "1"}
         with open(self.log_path, "wb") as log:

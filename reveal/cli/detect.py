@@ -28,7 +28,7 @@ def register(commands) -> None:
     parser.add_argument("--output", type=windows_output, default="-", metavar="FILE",
                         help="where the windows go: a .csv file, a .jsonl file (JSON lines), or - for CSV on standard "
                              "output (default: -)")
-    add_engine_options(parser, warmup_windows=None)
+    add_engine_options(parser, warmup=False)
     parser.set_defaults(handler=handle)
 
 

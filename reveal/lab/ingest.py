@@ -89,7 +89,7 @@ def load_run(run_dir: Path) -> RecordedRun:
 def engine_settings_for(baseline_s: float, mode: str, seed: int) -> EngineSettings:
     """Settings that learn from the run's clean lead-in (every window that ends inside it) and judge the rest."""
     warmup = max(10, int((baseline_s - WINDOW_S) / STRIDE_S) - 2)
-    return EngineSettings(window_s=WINDOW_S, stride_s=STRIDE_S, warmup_windows=warmup, mode=mode, seed=seed)
+    return EngineSettings(window_s=WINDOW_S, stride_s=STRIDE_S, warmup_s=warmup * STRIDE_S, mode=mode, seed=seed)
 
 
 def replay_run(run: RecordedRun, mode: str) -> ReplayResult:

@@ -190,7 +190,7 @@ def _start_worker(scenario: Scenario, bootstrap: str, tag: str, run_dir: Path,
     argv = ["nice", "-n", str(WORKER_NICENESS), sys.executable, "-m", "reveal.cli", "worker", "--bootstrap",
             bootstrap, "--topic-prefix", _topic_prefix(tag), "--group", f"reveal-lab-{tag}", "--clickhouse",
             data_dir_dsn(run_dir),
-            "--until-idle", f"{WORKER_IDLE_S:g}", "--warmup-windows", str(settings.warmup_windows),
+            "--until-idle", f"{WORKER_IDLE_S:g}", "--warmup", f"{settings.warmup_s:g}",
             "--seed", str(scenario.seed)]
     progress(f"{scenario.name}: Faust worker on {bootstrap}, topics {_topic_prefix(tag)}*")
     with open(run_dir / "logs" / "worker.log", "ab") as log_file:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+MAD_TO_SIGMA = 1.4826  # a normal distribution's standard deviation in median absolute deviations
+
 
 def column_quantiles(stats: np.ndarray, quantiles) -> np.ndarray:
     """np.nanquantile(stats, quantiles, axis=0) with numpy's default (linear) method: one row per quantile, NaN for

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from schemas.channels import AGENT_PREFIX
-from stream_jobs.engine.column_stats import column_nanmedians
+from stream_jobs.engine.column_stats import MAD_TO_SIGMA, column_nanmedians
 from stream_jobs.engine.detectors.zscore import capped
 from stream_jobs.engine.half_precision import Float16Rows
-# The MAD of a normal distribution is this fraction of its standard deviation.
-MAD_TO_SIGMA = 1.4826
+
 # |z| is capped so that a channel that is exactly equal on all peers but one ranks, but does not read as 1e12.
 Z_CAP = 1_000.0
 # Residuals kept per host while its offsets are learned: a long baseline is thinned evenly to this many windows.

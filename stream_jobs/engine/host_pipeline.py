@@ -23,19 +23,17 @@ from stream_jobs.engine.features import FeatureLayout, feature_layout
 from stream_jobs.engine.half_precision import Float16Rows
 from stream_jobs.engine.learning_doubt import StretchApart, stretch_apart
 from stream_jobs.engine.own_footprint import OwnFootprint
-from stream_jobs.engine.residuals import Residuals
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.engine.verdicts import WindowContext, WindowVerdict, window_context
-from stream_jobs.engine.watched_columns import (WatchedColumns, column_means, column_medians, counts_things,
-                                               moves_every_step)
+from stream_jobs.engine.watched_columns import WatchedColumns, column_means
 from stream_jobs.engine.windows import Window, WindowAssembler
 
 # A rate is taken over a step of at least this share of the sampling interval (see derived.step_seconds)
 MIN_STEP_SHARE = 0.5
 
 
-class HostPipeline(WatchedColumns):
+class HostPipeline:
     """Windows one host's frames, learns a baseline from its first windows, then judges each new window."""
 
     def __init__(self, channels: ChannelTable, settings: EngineSettings = EngineSettings(), refit_phase: int = 0):
@@ -44,8 +42,8 @@ class HostPipeline(WatchedColumns):
         self.refit_phase = refit_phase
         self.assembler = WindowAssembler(settings.window_s, settings.stride_s, settings.interval_s)
         self.specs = derived_specs(channels.names)
-        self.signal_names = channels.names + tuple(s.name for s in self.specs)
-        self.signal_kinds = channels.kinds + ("derived",) * len(self.specs)
+        self.columns = WatchedColumns(channels, self.specs, settings)
+        self.signal_names, self.signal_kinds = self.columns.signal_names, self.columns.signal_kinds
         self.subsystem_of = dict(zip(self.signal_names, channels.subsystems + tuple(s.subsystem for s in self.specs)))
         self.full_layout = feature_layout(self.signal_names, self.signal_kinds)
         self.selection: Selection | None = None
@@ -59,16 +57,7 @@ class HostPipeline(WatchedColumns):
         self._warmup_signals: list[np.ndarray] = []
         self._warmup_means: list[np.ndarray] = []
         self._warmup_signal_rows: list[int] = []
-        self.residuals = Residuals.none()
-        self._cumulative = np.concatenate([channels.cumulative, np.zeros(len(self.specs), dtype=bool)])
-        self._step_ratios = np.concatenate([np.zeros(len(channels), dtype=bool),
-                                            np.array([_counts_per_count(spec, channels) for spec in self.specs],
-                                                     dtype=bool)])
-        self.counted = np.zeros(len(self.signal_names), dtype=bool)
-        self.ratio_floors = np.zeros(len(self.signal_names))
-        self.signal_levels = np.zeros(len(self.signal_names))
-        self.steady = np.zeros(len(self.signal_names), dtype=bool)
-        self.watch = self._new_watch(self._event_floors())
+        self.watch = self._new_watch(self.columns.event_floors())
         self._window_starts: deque = deque(maxlen=WatchTiming.of(settings.watch, settings.stride_s,
                                                                    settings.window_s).adopt_after + 1)
         self._recent = Float16Rows(settings.baseline_capacity)  # the rolling baseline
@@ -118,14 +107,20 @@ class HostPipeline(WatchedColumns):
         self._warmup_signal_rows = []
         self.learning_since_ns = None
         self._recent.clear()
-        self.residuals = Residuals.none()
-        self.watch = self._new_watch(self._event_floors())
+        self.columns.forget()
+        self.watch = self._new_watch(self.columns.event_floors())
 
     def _new_watch(self, floors: np.ndarray, secondary: np.ndarray | None = None,
                    rising_only: np.ndarray | None = None, guards: np.ndarray | None = None) -> ChannelWatch:
         """A channel watch calibrated to this pipeline's promise, stride and window."""
         calibration = Calibration(self.settings.risk, self.settings.stride_s, self.settings.window_s)
         return ChannelWatch(floors, self.settings.watch, secondary, rising_only, calibration, guards)
+
+    def _learned_watch(self) -> ChannelWatch:
+        """A channel watch of every watched column, with the floors of what the baseline taught."""
+        columns = self.columns
+        return self._new_watch(columns.watch_floors(), columns.secondary_columns(), columns.spread_columns(),
+                               columns.residual_guards())
 
     @property
     def _min_step_s(self) -> float:
@@ -161,7 +156,7 @@ class HostPipeline(WatchedColumns):
         zscore, batch = self.ensemble.detectors[0], features[None, :]
         z = zscore.z(batch)  # attribution's too: computed once
         verdict = self.ensemble.judge(batch, {zscore.name: zscore.score_of_z(z)})[0]
-        watched = self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
+        watched = self.watch.judge(self.columns.of_window(signal, means), lambda: self.columns.confirmations(signal))
         self._window_starts.append(int(window.timestamps_ns[0]))
         found = window_finding(watched, verdict, self.settings.mode == "paper", self.settings.ensemble_alerts,
                                self.settings.explain_all, lambda: self._watch_evidence(means, watched),
@@ -174,16 +169,17 @@ class HostPipeline(WatchedColumns):
             claim(found.lead) if found.lead else ("window departs from its baseline" if found.flagged else ""),
             found.evidence, {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
             found.lead.explanation if found.lead else "", refitted, means, self._context(signal, window, z[0]),
-            watched, self.ranked_channels(watched) if found.flagged else ())
+            watched, self.columns.ranked(watched) if found.flagged else ())
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
         """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""
         bands, observed = watched.bands or self.watch.bands, self.watch.last_observed
         magnitude = np.where(watched.persisted, np.abs(watched.departure), -1.0)
         order = np.argsort(-magnitude, kind="stable")[:self.settings.evidence_limit]
-        return tuple(Contribution(self.watched_name(i), self.watched_feature(i), float(observed[i]),
-                                  float(bands.median[i]), float(bands.sigma[i]), float(watched.z[i]),
-                                  self.watched_reference(i)) for i in order if magnitude[i] >= 0)
+        columns = self.columns
+        return tuple(Contribution(columns.name(i), columns.feature(i), float(observed[i]), float(bands.median[i]),
+                                  float(bands.sigma[i]), float(watched.z[i]), columns.reference(i))
+                     for i in order if magnitude[i] >= 0)
 
     def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
         self._keep_for_baseline(window, seconds, signal, means)
@@ -192,7 +188,8 @@ class HostPipeline(WatchedColumns):
         if fitted:
             learned = np.vstack(self._warmup_means)
             self._fit_baseline()
-            self.doubt = stretch_apart(learned, self._event_floors(), self.signal_names, self.watch.timing.unconfirmed)
+            self.doubt = stretch_apart(learned, self.columns.event_floors(), self.signal_names,
+                                       self.watch.timing.unconfirmed)
         if watched is not None and watched.flagged:
             evidence = self._watch_evidence(means, watched)
             top = evidence_lead(evidence, self.subsystem_of)
@@ -218,17 +215,16 @@ class HostPipeline(WatchedColumns):
         if self.watch.bands is None or len(self.watch.event_floor) != 2 * len(self.signal_names):
             return None
         self._window_starts.append(int(window.timestamps_ns[0]))
-        return self.watch.judge(self._watched(signal, means), lambda: self._inner(signal))
+        return self.watch.judge(self.columns.of_window(signal, means), lambda: self.columns.confirmations(signal))
 
     def carry_bands_from(self, previous: HostPipeline) -> int:
         """Take over the bands of the channels a previous pipeline of the same host (an older catalog) watched, so a
         catalog change does not blind them while the baseline is learned again; returns how many were carried."""
         if previous.watch.bands is None:
             return 0
-        old_columns = {(previous.watched_name(i), previous.watched_feature(i)): i
+        old_columns = {(previous.columns.name(i), previous.columns.feature(i)): i
                        for i in range(len(previous.watch.event_floor))}
-        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns(),
-                                     self._residual_guards())
+        self.watch = self._learned_watch()
         columns = [(self.signal_names[i % len(self.signal_names)], "mean" if i < len(self.signal_names) else "std")
                    for i in range(2 * len(self.signal_names))]
         source = np.array([old_columns.get(column, -1) for column in columns], dtype=np.int64)
@@ -261,18 +257,10 @@ class HostPipeline(WatchedColumns):
         representative predicts (residual spreads are known for the warm-up's non-overlapping windows only)."""
         represented = self.selection.represented_by if self.selection else {}
         signals = np.vstack(self._warmup_signals) if self._warmup_signals else np.zeros((0, len(self.signal_names)))
-        self.residuals = Residuals.fit(signals, self.signal_names, represented)
-        self.counted = counts_things(signals, self._countable())
-        self.ratio_floors = self._ratio_floors(np.vstack(self._warmup_means))
-        self.signal_levels = column_medians(np.vstack(self._warmup_means))
-        self.steady = moves_every_step(signals)
-        columns = 2 * len(self.signal_names) + 2 * len(self.residuals)
-        baseline = np.full((len(self._warmup_means), columns), np.nan)
-        for row, signal in zip(self._warmup_signal_rows, self._warmup_signals):
-            baseline[row] = self._watched(signal, self._warmup_means[row])
-        baseline[:, :len(self.signal_names)] = np.vstack(self._warmup_means)
-        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns(),
-                                     self._residual_guards())
+        window_means = np.vstack(self._warmup_means)
+        self.columns.learn(signals, window_means, represented)
+        baseline = self.columns.baseline(window_means, self._warmup_signals, self._warmup_signal_rows)
+        self.watch = self._learned_watch()
         self.watch.fit(baseline, self.settings.baseline_trim)
 
     def _new_ensemble(self) -> DetectorEnsemble:
@@ -337,10 +325,7 @@ class HostPipeline(WatchedColumns):
         return {"signal_names": list(self.signal_names), "learned_with": self.settings.learned_with(),
                 "windows_seen": self.windows_seen,
                 "selection": self.selection.to_json() if self.selection else None,
-                "ensemble": self.ensemble.state(), "model": self.watch.bands.to_json(),
-                "residuals": self.residuals.to_json(), "counted": np.flatnonzero(self.counted).tolist(),
-                "ratio_floors": self.ratio_floors.tolist(), "signal_levels": self.signal_levels.tolist(),
-                "steady": np.flatnonzero(self.steady).tolist()}
+                "ensemble": self.ensemble.state(), "model": self.watch.bands.to_json(), **self.columns.state()}
 
     def restore(self, state: dict) -> bool:
         """Take over a saved baseline learned on the same channels with the same settings; whether it was taken."""
@@ -350,13 +335,8 @@ class HostPipeline(WatchedColumns):
         self.kept = self.selection.mask(self.signal_names) if self.selection else np.ones(len(self.signal_names), bool)
         self._set_layout()
         self.ensemble = DetectorEnsemble.from_state(state["ensemble"])
-        self.residuals = Residuals.from_json(state.get("residuals"))
-        self.counted = np.isin(np.arange(len(self.signal_names)), state.get("counted", []))
-        self.steady = np.isin(np.arange(len(self.signal_names)), state.get("steady", []))
-        self.ratio_floors = np.asarray(state.get("ratio_floors", np.zeros(len(self.signal_names))), dtype=np.float64)
-        self.signal_levels = np.asarray(state.get("signal_levels", np.zeros(len(self.signal_names))), np.float64)
-        self.watch = self._new_watch(self._watch_floors(), self._secondary_columns(), self._spread_columns(),
-                                     self._residual_guards())
+        self.columns.restore(state)
+        self.watch = self._learned_watch()
         self.watch.restore(ChannelBands.from_json(state["model"]))
         self.windows_seen = state["windows_seen"]
         self.restored_through_ns = state.get("through_ns")
@@ -364,11 +344,6 @@ class HostPipeline(WatchedColumns):
 
 
 _EFFECT_PREFIXES = (("irq.", "softirq."), ("cpu.busy_mhz.", "cpu.freq_mhz."), ("gpu.power.",))
-
-
-def _counts_per_count(spec, channels: ChannelTable) -> bool:
-    """Whether a derived channel is the per-step ratio of two counters."""
-    return spec.formula == "delta_ratio" and all(channels.cumulative[i] for i in spec.inputs[:2])
 
 
 def _indices(names: tuple[str, ...], wanted: tuple[str, ...], prefix: bool = False) -> list[int]:

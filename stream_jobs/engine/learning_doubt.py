@@ -13,11 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stream_jobs.engine.column_stats import column_nanmedians
+from stream_jobs.engine.column_stats import MAD_TO_SIGMA, column_nanmedians
 
 APART_SPREADS = 5.0
-# A median absolute deviation in standard deviations of a normal distribution
-MAD_TO_SIGMA = 1.4826
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ class Residuals:
     line fitted on the baseline): the residual's mean and spread within a window are watched like channels, so a
     pruned signal that shifts on its own stays visible and a correlation that breaks shows as a residual that
     widens. `level` is each pruned signal's baseline mean, which floors its residual (see
-    WatchedColumns._watch_floors)."""
+    WatchedColumns.watch_floors)."""
 
     dropped: np.ndarray
     representative: np.ndarray

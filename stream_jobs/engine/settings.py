@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from stream_jobs.engine.channel_watch import WatchSettings, WatchTiming
 from stream_jobs.engine.decide.settings import DecisionSettings
 from stream_jobs.engine.ensemble import MODES
+from stream_jobs.engine.windows import windows_for
+
+MIN_WARMUP_WINDOWS = 10  # the fewest windows a baseline's detectors and bands are fitted on
 
 
 @dataclass(frozen=True)
@@ -19,16 +22,18 @@ class EngineSettings:
     window_s: float = 3.0
     stride_s: float = 1.0
     interval_s: float = 0.1
-    warmup_windows: int = 30
+    warmup_s: float = 30.0  # learned as the baseline before anything is judged (at least MIN_WARMUP_WINDOWS windows)
     evidence_limit: int = 5
     mode: str = "calibrated"
     risk: float = 0.5
     min_agreement: int = 1
     seed: int = 0
     selection_threshold: float | None = 0.5
-    refit_every: int = 300
+    # The rolling baseline is fitted again this often, so bands follow slow drift; never more often than a window's
+    # length, so that each refit learns from windows that share no samples with those the last one learned from.
+    refit_every_s: float = 300.0
     baseline_capacity: int = 32
-    baseline_stride: int = 5
+    baseline_every_s: float = 5.0  # a clean window kept for the rolling baseline this often: a longer span kept
     explain_all: bool = False
     baseline_trim: float = 0.0
     watch: WatchSettings = WatchSettings()
@@ -36,14 +41,27 @@ class EngineSettings:
     ensemble_alerts: bool = False
 
     def __post_init__(self):
-        if self.warmup_windows < 10:
-            raise ValueError(f"warmup_windows is {self.warmup_windows}; at least 10 baseline windows are needed")
+        if not self.warmup_s > 0:
+            raise ValueError(f"warmup_s is {self.warmup_s:g}; expected seconds above 0")
         if not self.risk > 0:
             raise ValueError(f"risk is {self.risk}; expected false findings per host-day above 0")
         if self.mode not in MODES:
             raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
         if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:
             raise ValueError(f"selection_threshold is {self.selection_threshold}; expected between 0 and 1, or None")
+
+    @property
+    def warmup_windows(self) -> int:
+        """The windows of `warmup_s`, and never fewer than a baseline needs."""
+        return max(MIN_WARMUP_WINDOWS, windows_for(self.warmup_s, self.stride_s))
+
+    @property
+    def refit_every(self) -> int:
+        return windows_for(max(self.refit_every_s, self.window_s), self.stride_s)
+
+    @property
+    def baseline_stride(self) -> int:
+        return windows_for(self.baseline_every_s, self.stride_s)
 
     @property
     def rolling_baseline_full_s(self) -> float:

@@ -17,9 +17,6 @@ CHI_SQUARED_1_AT_5_PERCENT = 3.841
 EXTRAPOLATION_LIMIT = 2.0
 
 
-EXTRAPOLATION_LIMIT = 2.0
-
-
 def baseline_threshold(baseline_scores: np.ndarray, quantile: float = 0.99, margin: float = 2.0) -> float:
     """The baseline's upper quantile plus `margin` times its distance from the median.
 

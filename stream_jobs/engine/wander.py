@@ -7,9 +7,7 @@ import warnings
 
 import numpy as np
 
-from stream_jobs.engine.column_stats import column_nanmedians, column_quantiles
-
-MAD_TO_SIGMA = 1.4826
+from stream_jobs.engine.column_stats import MAD_TO_SIGMA, column_nanmedians, column_quantiles
 
 
 def trimmed(stats: np.ndarray, share: float) -> np.ndarray:

@@ -9,18 +9,71 @@ import numpy as np
 
 from schemas.channels import AGENT_PREFIX, MEM_TOTAL
 from stream_jobs.engine.channel_watch import IQR_TO_SIGMA, WatchVerdict
+from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.column_stats import column_nanmedians, nanstd
+from stream_jobs.engine.residuals import Residuals
+from stream_jobs.engine.settings import EngineSettings
 
-# A window's confirming statistic is the median of its parts' (see WatchedColumns._inner).
+# A window's confirming statistic is the median of its parts' (see WatchedColumns.confirmations).
 CONFIRMING_PARTS = 3
 
 
 class WatchedColumns:
-    """HostPipeline's watched columns: which signal and feature each column is, how one window's columns are
-    computed, and each column's floor. Reads the pipeline's channels, derived specs, settings, residuals and the
-    levels learned with its baseline."""
+    """A host's watched columns: which signal and feature each column is, how one window's columns are computed, and
+    each column's floor, from the host's channels and derived metrics and what its baseline taught of each signal
+    (its level, whether it counts things, whether it moves at every step, the residuals of its pruned signals)."""
 
-    def _event_floors(self) -> np.ndarray:
+    def __init__(self, channels: ChannelTable, specs: tuple, settings: EngineSettings):
+        self.channels, self.specs, self.settings = channels, specs, settings
+        self.signal_names = channels.names + tuple(s.name for s in specs)
+        self.signal_kinds = channels.kinds + ("derived",) * len(specs)
+        self._cumulative = np.concatenate([channels.cumulative, np.zeros(len(specs), dtype=bool)])
+        self._step_ratios = np.concatenate([np.zeros(len(channels), dtype=bool),
+                                            np.array([_counts_per_count(spec, channels) for spec in specs],
+                                                     dtype=bool)])
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop what a baseline taught: the next one is learned afresh."""
+        self.residuals = Residuals.none()
+        self.counted = np.zeros(len(self.signal_names), dtype=bool)
+        self.ratio_floors = np.zeros(len(self.signal_names))
+        self.signal_levels = np.zeros(len(self.signal_names))
+        self.steady = np.zeros(len(self.signal_names), dtype=bool)
+
+    def learn(self, signals: np.ndarray, window_means: np.ndarray, represented: dict) -> None:
+        """Learn from a baseline's per-step signals (its non-overlapping windows) and every window's means."""
+        self.residuals = Residuals.fit(signals, self.signal_names, represented)
+        self.counted = counts_things(signals, self._countable())
+        self.ratio_floors = self._ratio_floors(window_means)
+        self.signal_levels = column_medians(window_means)
+        self.steady = moves_every_step(signals)
+
+    def baseline(self, window_means: np.ndarray, signals: list[np.ndarray], signal_rows: list[int]) -> np.ndarray:
+        """The baseline windows' watched columns: every window's means; spreads and residuals only for the windows
+        whose signals were kept (`signal_rows`), NaN elsewhere."""
+        columns = 2 * len(self.signal_names) + 2 * len(self.residuals)
+        baseline = np.full((len(window_means), columns), np.nan)
+        for row, signal in zip(signal_rows, signals):
+            baseline[row] = self.of_window(signal, window_means[row])
+        baseline[:, :len(self.signal_names)] = window_means
+        return baseline
+
+    def state(self) -> dict:
+        """What the baseline taught, as JSON values."""
+        return {"residuals": self.residuals.to_json(), "counted": np.flatnonzero(self.counted).tolist(),
+                "ratio_floors": self.ratio_floors.tolist(), "signal_levels": self.signal_levels.tolist(),
+                "steady": np.flatnonzero(self.steady).tolist()}
+
+    def restore(self, state: dict) -> None:
+        signals = len(self.signal_names)
+        self.residuals = Residuals.from_json(state.get("residuals"))
+        self.counted = np.isin(np.arange(signals), state.get("counted", []))
+        self.steady = np.isin(np.arange(signals), state.get("steady", []))
+        self.ratio_floors = np.asarray(state.get("ratio_floors", np.zeros(signals)), dtype=np.float64)
+        self.signal_levels = np.asarray(state.get("signal_levels", np.zeros(signals)), dtype=np.float64)
+
+    def event_floors(self) -> np.ndarray:
         """Each signal's smallest meaningful band width (counters: a few events per window, memory levels: the
         watch's byte floor or its share of the host's memory, counters of time busy in the baseline: its core floor
         (one that never moved, such as CFS throttling, stays an event count), gauges that count things: its count
@@ -81,15 +134,15 @@ class WatchedColumns:
         total = self.signal_levels[self.signal_names.index(MEM_TOTAL)]
         return float(total) * self.settings.watch.memory_share_floor if np.isfinite(total) and total > 0 else 0.0
 
-    def _watch_floors(self) -> np.ndarray:
-        """Floors of the watched columns (see _watched): each takes its signal's, but the spread within a window of a
+    def watch_floors(self) -> np.ndarray:
+        """Floors of the watched columns (see of_window): each takes its signal's, but the spread within a window of a
         counter (or of a ratio of counters) is floored where its minimum events, all arriving in one sample, would
         put it (one instant's handful is not an event); a residual's is at least a share of its pruned signal's
         spread over the baseline, so a fit that was tight does not turn a small change in the ratio of two channels
         into an event. A ratio of two counters is not judged by its spread: per sample it is the quotient of two
         handfuls of counts and leaps whenever a retransmission falls in a sample of few segments, while its mean
         carries any lasting change."""
-        floors = self._event_floors()
+        floors = self.event_floors()
         spreads = np.where(self._cumulative | self._step_ratios, floors * self._one_sample_burst(), floors)
         spreads = np.where(self._step_ratios, np.inf, spreads)
         residual = np.fmax(floors[self.residuals.dropped], self.settings.watch.residual_floor * self.residuals.spread)
@@ -102,18 +155,18 @@ class WatchedColumns:
         samples = max(2.0, self.settings.window_s / self.settings.interval_s)
         return self.settings.window_s / self.settings.interval_s * np.sqrt(samples - 1) / samples
 
-    def _secondary_columns(self) -> np.ndarray:
+    def secondary_columns(self) -> np.ndarray:
         """True for the spreads (a signal's within a window, a residual's): a pruned signal's residual mean is its
         level, as primary as a kept signal's mean."""
-        return self._spread_columns()
+        return self.spread_columns()
 
-    def _spread_columns(self) -> np.ndarray:
+    def spread_columns(self) -> np.ndarray:
         """True for the watched columns that are spreads within a window (a signal's, or a residual's)."""
         signals, residuals = len(self.signal_names), len(self.residuals)
         index = np.arange(2 * signals + 2 * residuals)
         return ((index >= signals) & (index < 2 * signals)) | (index >= 2 * signals + residuals)
 
-    def _residual_guards(self) -> np.ndarray:
+    def residual_guards(self) -> np.ndarray:
         """For every watched column, the columns that void its departure (-1: none): a residual's and its spread's
         are their representative's mean and spread. A line fitted on the baseline holds over the range its
         representative covered there; once the representative leaves its band, the residual only repeats that
@@ -126,17 +179,17 @@ class WatchedColumns:
             guards[offset:offset + residuals, 1] = signals + representative
         return guards
 
-    def signal_departures(self, watched: WatchVerdict) -> np.ndarray:
+    def departures(self, watched: WatchVerdict) -> np.ndarray:
         """Each signal's departure: its watched columns' furthest, with its sign."""
         departures = np.zeros(len(self.signal_names))
         order = np.argsort(np.abs(watched.departure), kind="stable")
         departures[self._column_owners(len(watched.departure))[order]] = watched.departure[order]
         return departures
 
-    def ranked_channels(self, watched: WatchVerdict) -> tuple[str, ...]:
+    def ranked(self, watched: WatchVerdict) -> tuple[str, ...]:
         """Every signal, furthest from its own normal first (the largest |departure| of its columns): what a
         flagged window implicates, in order, whichever detector flagged it."""
-        return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-np.abs(self.signal_departures(watched)),
+        return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-np.abs(self.departures(watched)),
                                                                              kind="stable")])
 
     def _column_owners(self, columns: int) -> np.ndarray:
@@ -146,14 +199,14 @@ class WatchedColumns:
         dropped = np.asarray(self.residuals.dropped, dtype=np.int64)
         return np.concatenate([signals, signals, dropped, dropped])[:columns]
 
-    def watched_reference(self, index: int) -> str:
+    def reference(self, index: int) -> str:
         """The representative a residual column is fitted on ('' for a signal's own columns)."""
         signals = len(self.signal_names)
         if index < 2 * signals:
             return ""
         return self.signal_names[self.residuals.representative[(index - 2 * signals) % len(self.residuals)]]
 
-    def _watched(self, signal: np.ndarray, means: np.ndarray) -> np.ndarray:
+    def of_window(self, signal: np.ndarray, means: np.ndarray) -> np.ndarray:
         """The watched columns of one window: every signal's mean and spread, then every residual's mean and
         spread."""
         with warnings.catch_warnings():
@@ -161,7 +214,7 @@ class WatchedColumns:
             spreads = nanstd(signal, axis=0)
         return np.concatenate([means, spreads, *self.residuals.summary(signal)])
 
-    def _inner(self, signal: np.ndarray) -> np.ndarray | None:
+    def confirmations(self, signal: np.ndarray) -> np.ndarray | None:
         """The watched columns' confirmations (see ChannelWatch.judge): each column as the median over the window's
         thirds, so a burst within one third does not move it, at any stride and sampling interval; None for a
         window of fewer than three steps."""
@@ -176,7 +229,7 @@ class WatchedColumns:
         """One part's watched columns. Signals that move at every step take its median step and quartile spread,
         so that a burst straddling two seconds moves neither; others (read less often, or sparse) its mean and
         standard deviation."""
-        watched = self._watched(part, column_means(part))
+        watched = self.of_window(part, column_means(part))
         steady = np.flatnonzero(self.steady)
         if len(steady) and len(part) >= 4:
             signals, rows = len(self.signal_names), len(part)
@@ -188,17 +241,17 @@ class WatchedColumns:
             watched[signals + steady] = np.where(complete, spread, np.nan)
         return watched
 
-    def watched_signal(self, index: int) -> int:
+    def signal_of(self, index: int) -> int:
         """The signal a watched column belongs to (a residual's pruned signal)."""
         signals = len(self.signal_names)
         if index < 2 * signals:
             return index % signals
         return int(self.residuals.dropped[(index - 2 * signals) % len(self.residuals)])
 
-    def watched_name(self, index: int) -> str:
-        return self.signal_names[self.watched_signal(index)]
+    def name(self, index: int) -> str:
+        return self.signal_names[self.signal_of(index)]
 
-    def watched_feature(self, index: int) -> str:
+    def feature(self, index: int) -> str:
         """'mean' or 'std' of the signal, or 'residual' / 'residual-std' of a pruned signal around its fit."""
         signals = len(self.signal_names)
         if index < 2 * signals:
@@ -234,6 +287,11 @@ def counts_things(signal: np.ndarray, gauges: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         whole = np.where(np.isfinite(signal), signal == np.round(signal), True).all(axis=0)
     return whole & np.isfinite(signal).any(axis=0) & np.asarray(gauges, dtype=bool)
+
+
+def _counts_per_count(spec, channels: ChannelTable) -> bool:
+    """Whether a derived channel is the per-step ratio of two counters."""
+    return spec.formula == "delta_ratio" and all(channels.cumulative[i] for i in spec.inputs[:2])
 
 
 def event_floor(cumulative: np.ndarray, window_s: float, min_events: float) -> np.ndarray:

@@ -46,8 +46,8 @@ def learned_pipeline(table: HostTable, baseline: HostTable, settings: EngineSett
     if windows < 10:
         raise TableError(f"{baseline.host}: the baseline makes {windows} windows of {settings.window_s:g} s; "
                          f"at least 10 are needed")
-    pipeline = HostPipeline(table.channels, replace(settings, warmup_windows=windows, interval_s=table.interval_s,
-                                                    explain_all=True), refit_phase(table.host, settings.refit_every))
+    learned = replace(settings, warmup_s=windows * settings.stride_s, interval_s=table.interval_s, explain_all=True)
+    pipeline = HostPipeline(table.channels, learned, refit_phase(table.host, settings.refit_every))
     for timestamp, row in zip(baseline.timestamps_ns.tolist(), baseline.values):
         pipeline.push(timestamp, row)
     pipeline.restart_windows()

@@ -45,7 +45,7 @@ def wait_for_tables(data: Path, timeout_s: float = 60.0) -> list[Path]:
 
 
 def expected_windows(catalogs, frames_by_host) -> set[tuple[str, int]]:
-    stage = HostStage(EngineSettings(warmup_windows=30))
+    stage = HostStage(EngineSettings(warmup_s=30))
     for catalog in catalogs:
         stage.on_catalog(catalog)
     return {(row[0], row[2]) for frames in frames_by_host for frame in frames

@@ -56,7 +56,7 @@ def test_agent_and_worker_authenticate_and_never_show_the_password(sasl_broker, 
     assert len(frames) >= 100 and {frame.host for frame in frames} == {"sasl-host"}
 
     worker = _reveal("worker", *SASL, "--topic-prefix", names.prefix, "--group", "sasl-worker", "--clickhouse",
-                     f"chdb://{tmp_path / 'ch'}", "--until-idle", "8", "--warmup-windows", "10")
+                     f"chdb://{tmp_path / 'ch'}", "--until-idle", "8", "--warmup", "10")
     assert worker.returncode == 0, worker.stderr[-2000:]
     count = subprocess.run([sys.executable, "-m", "reveal.cli", "sql", "--clickhouse", f"chdb://{tmp_path / 'ch'}",
                             "--format", "jsonl", "SELECT count() AS n FROM windows"], capture_output=True, text=True)

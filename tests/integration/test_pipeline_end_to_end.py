@@ -36,7 +36,7 @@ def sql(dsn: str, query: str) -> list[dict]:
 
 def replayed_anomalies(catalog, frames) -> set[int]:
     """The anomalous windows of the same frames through the host stage in this process."""
-    stage = HostStage(EngineSettings(warmup_windows=60))
+    stage = HostStage(EngineSettings(warmup_s=60))
     stage.on_catalog(catalog)
     return {a.window_id for frame in frames for a in stage.on_frame(frame).anomalies}
 
@@ -56,7 +56,7 @@ def test_step_change_reaches_clickhouse_as_an_anomaly_and_bad_record_is_dead_let
 
     dsn = f"chdb://{tmp_path / 'clickhouse'}"
     worker = reveal("worker", "--bootstrap", kafka_bootstrap, "--clickhouse", dsn, "--topic-prefix", topic_prefix,
-                    "--group", f"{topic_prefix}worker", "--warmup-windows", "60", "--until-idle", "6",
+                    "--group", f"{topic_prefix}worker", "--warmup", "60", "--until-idle", "6",
                     "--duration", "120")
     assert worker.returncode == 0, worker.stderr[-3000:]
 

@@ -60,7 +60,7 @@ def publish_live(bootstrap: str, names: TopicNames, frames_by_host: dict[str, tu
 
 
 def expected_windows(frames_by_host) -> set[tuple[str, int]]:
-    stage = HostStage(EngineSettings(warmup_windows=30))
+    stage = HostStage(EngineSettings(warmup_s=30))
     keys = set()
     for catalog, frames in frames_by_host.values():
         stage.on_catalog(catalog)

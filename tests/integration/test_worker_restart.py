@@ -23,7 +23,7 @@ def test_restarted_worker_restores_the_baseline_and_judges_from_its_first_window
     publish(kafka_bootstrap, names.catalog, [(key, encode_catalog(catalog))])
     dsn = f"chdb://{tmp_path / 'clickhouse'}"
     worker_args = ("worker", "--bootstrap", kafka_bootstrap, "--clickhouse", dsn, "--topic-prefix", topic_prefix,
-                   "--group", f"{topic_prefix}worker", "--warmup-windows", "60", "--until-idle", "6",
+                   "--group", f"{topic_prefix}worker", "--warmup", "60", "--until-idle", "6",
                    "--duration", "120")
 
     publish(kafka_bootstrap, names.samples, [(key, encode_frame(f)) for f in frames[:800]])

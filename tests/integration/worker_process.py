@@ -47,4 +47,4 @@ class WorkerProcess:
 
 def worker_args(bootstrap: str, dsn: str, topic_prefix: str, group: str, *extra: str) -> tuple[str, ...]:
     return ("--bootstrap", bootstrap, "--clickhouse", dsn, "--topic-prefix", topic_prefix,
-            "--group", f"{topic_prefix}{group}", "--warmup-windows", "30", *extra)
+            "--group", f"{topic_prefix}{group}", "--warmup", "30", *extra)

@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from schemas.agent_records import FRAME_SCHEMA_FINGERPRINT, SINGLE_OBJECT_MARKER
 from schemas.codec import AvroCodec, DecodeError, load_schema
 from schemas.records import (FRAME_CODEC, HOST_WINDOW_CODEC, Alert, Anomaly, Catalog, Channel, Evidence, Frame,
                              HostWindow, PersistedChannel, decode_alert, decode_anomaly, decode_catalog, decode_frame,
                              decode_frames, decode_host_window, encode_alert, encode_anomaly, encode_catalog,
                              encode_frame, encode_frames, encode_host_window, frames_in)
+from schemas.varint import avro_long
 
 
 def a_catalog() -> Catalog:
@@ -118,6 +120,14 @@ def test_a_block_of_frames_is_one_message_read_back_in_order_and_counted_without
     assert frames_in(message) == 10 and frames_in(encode_frame(a_block(1)[0])) == 1
     assert decode_frames(encode_frame(a_block(1)[0]))[0].sequence == 0, "a message of one frame is a block of one"
     assert frames_in(encode_catalog(a_catalog())) == 0 and frames_in(message[:-1]) == 9
+
+
+def test_a_record_whose_length_is_negative_ends_the_count_instead_of_reading_backwards():
+    header = SINGLE_OBJECT_MARKER + FRAME_SCHEMA_FINGERPRINT
+    # a host of length -len(header)-1 sends the reader back to the record's own start, forever, unless refused
+    looping = header + avro_long(-(len(header) + 1)) + avro_long(0) + avro_long(1) * 3 + avro_long(0)
+    message = encode_frames(a_block(2)) + looping
+    assert frames_in(message) == 2
 
 
 def test_a_block_cut_short_or_mixing_hosts_is_rejected_naming_the_record():

@@ -28,7 +28,7 @@ def test_every_table_is_created_and_rows_read_back(chdb_dsn, database):
     writer = ClickHouseWriter(chdb_dsn, database)
     catalog = synthetic_catalog("store-host")
     frames = synthetic_frames(catalog, T0, 200)
-    stage = HostStage(EngineSettings(warmup_windows=10))
+    stage = HostStage(EngineSettings(warmup_s=10))
     writer.add("catalogs", [catalog_row(catalog)])
     queue_output(writer, stage.on_catalog(catalog))
     for frame in frames:
@@ -237,7 +237,7 @@ def test_storing_every_table_leaves_pandas_unloaded_in_a_process_that_never_load
         from stream_jobs.host_stage import HostStage
         writer = ClickHouseWriter(data_dir_dsn({str(tmp_path)!r}))
         catalog = synthetic_catalog("lean-host")
-        stage = HostStage(EngineSettings(warmup_windows=10))
+        stage = HostStage(EngineSettings(warmup_s=10))
         writer.add("catalogs", [catalog_row(catalog)])
         queue_output(writer, stage.on_catalog(catalog))
         for frame in synthetic_frames(catalog, {T0}, 200):

@@ -18,7 +18,7 @@ T0 = 1_700_000_000_000_000_000
 def test_a_hosts_catalog_frames_and_stage_output_land_in_their_tables(chdb_dsn, database):
     landing = ClickHouseLanding(ClickHouseWriter(chdb_dsn, database))
     catalog = synthetic_catalog("land-host")
-    stage = HostStage(EngineSettings(warmup_windows=10))
+    stage = HostStage(EngineSettings(warmup_s=10))
     landing.store_catalog(catalog)
     landing.store_output(stage.on_catalog(catalog))
     for frame in synthetic_frames(catalog, T0, 100):

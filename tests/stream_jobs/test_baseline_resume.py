@@ -13,7 +13,7 @@ from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.host_stage import HostStage
 
 T0 = 1_700_000_000_000_000_000
-SETTINGS = EngineSettings(warmup_windows=30)
+SETTINGS = EngineSettings(warmup_s=30)
 NOT_RESUMED = "baseline not resumed: "
 
 
@@ -57,7 +57,7 @@ def test_a_catalog_that_gained_and_lost_channels_says_which_once(landing, caplog
 
 
 def test_other_window_settings_are_named_with_both_values(landing, caplog):
-    settings = EngineSettings(warmup_windows=30, window_s=2.0)
+    settings = EngineSettings(warmup_s=30, window_s=2.0)
     stage, lines = _restart(landing, synthetic_catalog("restart-host"), caplog, settings)
     told = [line for line in lines if NOT_RESUMED in line]
     assert stage.counters.baselines_restored == 0

@@ -21,7 +21,7 @@ def cluster_stage(peer_learn_s=120.0, peer_hold_s=300.0) -> ClusterStage:
 
 def run_cluster(hosts: int, misconfigured: str | None, frames: int = 600):
     """Hosts of one cluster; the misconfigured one reports 1.5× the memory of its peers (a static channel)."""
-    host_stage = HostStage(EngineSettings(warmup_windows=20))
+    host_stage = HostStage(EngineSettings(warmup_s=20))
     stage = cluster_stage(peer_learn_s=10, peer_hold_s=5)
     streams = []
     for index in range(hosts):
@@ -65,7 +65,7 @@ def test_a_single_host_has_no_peers_to_compare_with():
 def _summaries_by_host(hosts: int, frames: int = 900, own_findings: bool = True) -> dict[str, list]:
     """Each host's window summaries, in its own order; h1 drifts away from its peers on a dynamic channel (without
     `own_findings`, as if its own band had taken the change in, so the peers tell it)."""
-    host_stage = HostStage(EngineSettings(warmup_windows=20))
+    host_stage = HostStage(EngineSettings(warmup_s=20))
     by_host = {}
     for index in range(hosts):
         catalog = synthetic_catalog(f"h{index}", cluster="train-b")
@@ -386,7 +386,7 @@ def test_an_incident_is_named_after_the_channels_it_tells_of_not_one_its_peers_s
 
 def test_the_paper_s_mode_flags_open_incidents_as_the_watch_s_do():
     """§5 compares the trio's flagged windows with what happened: in the paper's mode they open the incidents."""
-    host_stage, stage, alerts = HostStage(EngineSettings(mode="paper", warmup_windows=40)), cluster_stage(), []
+    host_stage, stage, alerts = HostStage(EngineSettings(mode="paper", warmup_s=40)), cluster_stage(), []
     streams = []
     for index in range(2):
         catalog = synthetic_catalog(f"h{index}", cluster="train-a")

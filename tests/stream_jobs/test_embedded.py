@@ -24,7 +24,7 @@ def test_the_summary_counts_what_the_tables_hold_and_the_console_uses_their_word
     database = f"test_embedded_{uuid.uuid4().hex[:10]}"
     writer = ClickHouseWriter(chdb_dsn, database)
     console, live = io.StringIO(), LiveState(warmup_windows=20)
-    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20, watch=FULL_HORIZON)), ClickHouseLanding(writer), console, live=live)
+    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_s=20, watch=FULL_HORIZON)), ClickHouseLanding(writer), console, live=live)
     catalogs = {host: synthetic_catalog(host) for host in STEPS}
     frames = {host: synthetic_frames(catalogs[host], T0, 1200, seed=index, steps=steps)
               for index, (host, steps) in enumerate(STEPS.items())}
@@ -64,7 +64,7 @@ def test_a_learning_line_says_why_and_counts_its_own_spell():
 def test_the_window_that_completes_the_baseline_is_told_as_learned_not_as_judged(chdb_dsn):
     writer = ClickHouseWriter(chdb_dsn, f"test_embedded_{uuid.uuid4().hex[:10]}")
     console = io.StringIO()
-    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20, watch=FULL_HORIZON)), ClickHouseLanding(writer),
+    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_s=20, watch=FULL_HORIZON)), ClickHouseLanding(writer),
                             console)
     catalog = synthetic_catalog("alpha")
     runner.on_catalog(catalog)

@@ -26,7 +26,7 @@ T0 = 1_700_000_000_000_000_000
 def test_frames_before_their_catalog_are_held_then_processed():
     catalog = synthetic_catalog("h1")
     frames = synthetic_frames(catalog, T0, 100)
-    stage = HostStage(EngineSettings(warmup_windows=10))
+    stage = HostStage(EngineSettings(warmup_s=10))
     early = [stage.on_frame(f) for f in frames[:40]]
     assert all(not o.window_rows for o in early) and stage.counters.held == 40
     released = stage.on_catalog(catalog)
@@ -36,7 +36,7 @@ def test_frames_before_their_catalog_are_held_then_processed():
 
 
 def test_each_host_has_its_own_pipeline_and_anomalies_name_their_host():
-    stage = HostStage(EngineSettings(warmup_windows=30))
+    stage = HostStage(EngineSettings(warmup_s=30))
     for host, steps in (("quiet", ()), ("loud", (StepChange("cpu.busy.cpu0", 60.0, 30.0),))):
         catalog = synthetic_catalog(host)
         stage.on_catalog(catalog)
@@ -60,7 +60,7 @@ def test_sequence_gaps_are_counted():
 
 
 def test_new_catalog_version_restarts_the_baseline():
-    stage = HostStage(EngineSettings(warmup_windows=10))
+    stage = HostStage(EngineSettings(warmup_s=10))
     small, large = synthetic_catalog("h3", gauges=2), synthetic_catalog("h3", gauges=3)
     stage.on_catalog(small)
     stage.on_catalog(large)
@@ -71,7 +71,7 @@ def test_new_catalog_version_restarts_the_baseline():
 
 
 def test_channels_both_catalogs_have_stay_watched_while_the_new_baseline_is_learned():
-    stage = HostStage(EngineSettings(warmup_windows=30))
+    stage = HostStage(EngineSettings(warmup_s=30))
     first, second = synthetic_catalog("cat-host", gauges=8), synthetic_catalog("cat-host", gauges=9)
     assert first.version != second.version
     stage.on_catalog(first)
@@ -92,14 +92,14 @@ def test_channels_both_catalogs_have_stay_watched_while_the_new_baseline_is_lear
 def test_host_stage_restores_a_saved_baseline_instead_of_learning_again():
     catalog = synthetic_catalog("restart-host")
     frames = synthetic_frames(catalog, T0, 900, seed=7, steps=(StepChange("cpu.busy.cpu1", 70.0, 25.0),))
-    first = HostStage(EngineSettings(warmup_windows=30))
+    first = HostStage(EngineSettings(warmup_s=30))
     first.on_catalog(catalog)
     saved = []
     for frame in frames[:450]:
         saved += first.on_frame(frame).baseline_rows
     assert saved, "the learned baseline is handed out for storage"
     state = json.loads(saved[-1][4])
-    second = HostStage(EngineSettings(warmup_windows=30), baseline_loader=lambda host, version: state)
+    second = HostStage(EngineSettings(warmup_s=30), baseline_loader=lambda host, version: state)
     second.on_catalog(catalog)
     verdicts = [v for frame in frames[450:] for v in second.on_frame(frame).verdicts]
     assert second.counters.baselines_restored == 1
@@ -109,7 +109,7 @@ def test_host_stage_restores_a_saved_baseline_instead_of_learning_again():
 
 # A stage started again from the frame its predecessor still needed (what a restarted worker re-consumes).
 
-SETTINGS = EngineSettings(warmup_windows=30)
+SETTINGS = EngineSettings(warmup_s=30)
 CATALOG = synthetic_catalog("resume-host")
 FRAMES = synthetic_frames(CATALOG, T0, 900, seed=3, steps=(StepChange("cpu.busy.cpu1", 60.0, 30.0),))
 
@@ -222,7 +222,7 @@ def streams(draw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(streams(), st.booleans())
 def test_hostile_streams_never_crash_the_stages(frames, catalog_first):
-    stage, cluster = HostStage(EngineSettings(warmup_windows=10, seed=1)), ClusterStage()
+    stage, cluster = HostStage(EngineSettings(warmup_s=10, seed=1)), ClusterStage()
     if catalog_first:
         for catalog in CATALOGS.values():
             stage.on_catalog(catalog)
@@ -260,7 +260,7 @@ def incidents_opened(step_s: float, commands: tuple[float, float] | None) -> lis
     from stream_jobs.engine.channel_watch import WatchSettings
 
     catalog = own_commands_catalog("h1")
-    settings = EngineSettings(warmup_windows=20, watch=WatchSettings(drift_horizon_s=20.0), seed=3)
+    settings = EngineSettings(warmup_s=20, watch=WatchSettings(drift_horizon_s=20.0), seed=3)
     stage, cluster = HostStage(settings), ClusterStage()
     stage.on_catalog(catalog)
     column = catalog.names.index(OWN_COMMANDS_SECONDS)
@@ -292,7 +292,7 @@ def test_windows_with_reveal_commands_are_marked_in_their_row():
     from stream_jobs.records import OWN_ACTIVITY_REGIME
 
     catalog = own_commands_catalog("h1")
-    stage = HostStage(EngineSettings(warmup_windows=10))
+    stage = HostStage(EngineSettings(warmup_s=10))
     stage.on_catalog(catalog)
     column = catalog.names.index("agent.reveal_commands_s")
     windows = []
@@ -318,7 +318,7 @@ def test_a_short_baseline_says_how_sure_it_is_and_a_full_one_says_nothing():
     catalog = synthetic_catalog("h1")
     words = {}
     for horizon in (600.0, 20.0):
-        stage = HostStage(EngineSettings(warmup_windows=20, watch=WatchSettings(drift_horizon_s=horizon)))
+        stage = HostStage(EngineSettings(warmup_s=20, watch=WatchSettings(drift_horizon_s=horizon)))
         stage.on_catalog(catalog)
         for frame in synthetic_frames(catalog, T0, 300):
             stage.on_frame(frame)

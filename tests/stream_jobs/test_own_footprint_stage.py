@@ -20,7 +20,7 @@ T0 = 1_700_000_000_000_000_000
 WARMUP = 30
 # The synthetic host's CPU time counter moves 1e6 a second; Reveal's commands use a fifth of it while they run
 OWN_SHARE_PER_S = 2e5
-SETTINGS = EngineSettings(warmup_windows=WARMUP, watch=WatchSettings(drift_horizon_s=20.0), seed=3)
+SETTINGS = EngineSettings(warmup_s=WARMUP, watch=WatchSettings(drift_horizon_s=20.0), seed=3)
 CATALOG = Catalog("h1", "c", (Channel("cpu.user.all", "cpu", "counter", "ticks", "all"),
                               Channel("cpu.user.cpu0", "cpu", "counter", "ticks", "cpu0"),
                               Channel("mem.MemTotal", "memory", "static", "bytes"),

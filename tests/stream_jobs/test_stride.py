@@ -29,7 +29,7 @@ class Told:
 
 def judged(frames_by_host, stride_s: float) -> list[Told]:
     """Every event of the hosts' own findings, judging the frames at `stride_s`."""
-    engine = EngineSettings(stride_s=stride_s, warmup_windows=round(WARMUP_S / stride_s))
+    engine = EngineSettings(stride_s=stride_s, warmup_s=WARMUP_S)
     host_stage, cluster_stage, told = HostStage(engine), ClusterStage(engine), []
     for catalog, _ in frames_by_host:
         host_stage.on_catalog(catalog)

@@ -7,7 +7,7 @@ from producers.publisher import BLOCK_LINGER_MS, FRAME_LINGER_MS, producer_confi
 from producers.synthetic import synthetic_catalog
 from reveal.bench.paced_replay import (STEP_OFFSET, FleetSettings, encode_fleet, encoded_ticks, fleet_batching,
                                        host_name, stepped_channels)
-from reveal.bench.pipeline_figures import WARMUP_WINDOWS
+from reveal.bench.pipeline_figures import WARMUP_S
 from reveal.lab.replay import replay
 from schemas.records import decode_catalog, decode_frame
 from stream_jobs.engine.host_pipeline import EngineSettings
@@ -69,7 +69,7 @@ def test_every_stepped_host_of_the_fleet_opens_an_alert_of_its_own():
     fleet = encode_fleet(settings, T0)
     items = [decode_catalog(value) for _, value in fleet.catalogs]
     items += [decode_frame(value) for tick in fleet.ticks for _, value in tick]
-    engine = EngineSettings(window_s=3, stride_s=1, interval_s=settings.interval_s, warmup_windows=WARMUP_WINDOWS)
+    engine = EngineSettings(window_s=3, stride_s=1, interval_s=settings.interval_s, warmup_s=WARMUP_S)
     opened = [alert for alert in replay(items, engine).cluster.alerts if alert.state == "open"]
     assert sorted(alert.host for alert in opened) == [host_name(i) for i in range(3)]
     assert all(T0 + 28e9 <= alert.start_ns <= T0 + 31e9 for alert in opened)

@@ -7,7 +7,7 @@ import pytest
 
 from reveal.bench import pipeline_figures
 from reveal.bench.paced_replay import ReplayReport
-from reveal.bench.pipeline_figures import (WARMUP_WINDOWS, PipelineBenchResult, PipelineBenchSettings, caught_up_at,
+from reveal.bench.pipeline_figures import (WARMUP_S, PipelineBenchResult, PipelineBenchSettings, caught_up_at,
                                            committed_rate, cpu_percent, falls_behind, lag_slope, latencies_s,
                                            memory_per_host, memory_steady_after_s, percentiles,
                                            rss_floor_growth_percent, steady_rate, storage_delays)
@@ -111,7 +111,7 @@ def test_figures_scale_frames_by_channels_and_split_bytes_per_channel_sample():
 
 
 def test_the_step_change_comes_after_the_baseline_is_learnt_even_in_short_runs():
-    assert PipelineBenchSettings(hosts=2, duration_s=20.0).fleet().step_at_s > WARMUP_WINDOWS + 3
+    assert PipelineBenchSettings(hosts=2, duration_s=20.0).fleet().step_at_s > WARMUP_S + 3
     fleet = PipelineBenchSettings(hosts=150, duration_s=60.0).fleet()
     assert fleet.step_at_s == pytest.approx(42.0) and fleet.stepped_hosts == 15 and fleet.ticks == 600
 
@@ -121,6 +121,6 @@ def test_the_docstring_examples_hold():
 
 
 def test_the_bench_knows_when_its_workers_hold_all_they_keep_of_each_host():
-    settings = EngineSettings(warmup_windows=WARMUP_WINDOWS)
+    settings = EngineSettings(warmup_s=WARMUP_S)
     assert memory_steady_after_s() == settings.state_full_s > settings.rolling_baseline_full_s
     assert 600 < memory_steady_after_s() < 1200

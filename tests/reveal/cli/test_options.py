@@ -42,7 +42,7 @@ def stored(tmp_path_factory):
 CASES = {
     "duration": (["run", "--duration", "soon"], "--duration"),
     "risk": (["run", "--risk", "0"], "--risk"),
-    "warmup": (["run", "--warmup-windows", "3"], "--warmup-windows"),
+    "warmup": (["run", "--warmup", "0"], "--warmup"),
     "procfs": (["run", "--procfs", "/nonexistent"], "--procfs"),
     "sysfs": (["agent", "--bootstrap", "127.0.0.1:1", "--sysfs", "/nonexistent"], "--sysfs"),
     "listen": (["run", "--listen", "nowhere"], "--listen"),

@@ -14,7 +14,7 @@ def reveal(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 def test_a_run_keeps_frames_and_windows_as_long_as_asked_and_ends_with_the_tables_totals(tmp_path):
     data_dir = tmp_path / "data"
-    run = reveal("run", "--duration", "15", "--data-dir", str(data_dir), "--warmup-windows", "10", "--retention",
+    run = reveal("run", "--duration", "15", "--data-dir", str(data_dir), "--warmup", "10", "--retention",
                  "6h", "--window-retention", "7d", "--listen", "127.0.0.1:0", "--sources", "network")
     assert run.returncode == 0, run.stderr[-2000:]
     reader = ClickHouseReader(data_dir_dsn(data_dir))
@@ -43,7 +43,7 @@ def test_help_lists_every_command():
 
 def test_embedded_run_stores_windows_that_sql_can_count(tmp_path):
     data_dir = str(tmp_path / "data")
-    run = reveal("run", "--duration", "20", "--data-dir", data_dir, "--warmup-windows", "10")
+    run = reveal("run", "--duration", "20", "--data-dir", data_dir, "--warmup", "10")
     assert run.returncode == 0, run.stderr[-2000:]
     assert "learning baseline" in run.stdout and "score" in run.stdout and "live page: http://127.0.0.1:" in run.stdout
     counted = reveal("sql", "--data-dir", data_dir, "--format", "tsv", "SELECT count() FROM windows")
@@ -56,7 +56,7 @@ def test_a_run_stopped_with_ctrl_c_resumes_its_baseline_when_started_again(tmp_p
     import time
 
     data_dir = str(tmp_path / "data")
-    common = ("--data-dir", data_dir, "--warmup-windows", "10", "--listen", "127.0.0.1:0", "--no-ui",
+    common = ("--data-dir", data_dir, "--warmup", "10", "--listen", "127.0.0.1:0", "--no-ui",
               "--sources", "cpu,memory")
     first = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", *common], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)

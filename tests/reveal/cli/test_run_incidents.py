@@ -29,7 +29,7 @@ def _wait_for(stream, lines: list, wanted: str, seen: threading.Event) -> None:
 def test_a_cpu_burner_s_incident_is_closed_within_40_s_of_its_end(tmp_path):
     assert DecisionSettings().close_after_s <= 30.0
     data_dir = str(tmp_path / "data")
-    run = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--data-dir", data_dir, "--warmup-windows", "20",
+    run = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--data-dir", data_dir, "--warmup", "20",
                             "--settle", "3", "--listen", "127.0.0.1:0", "--no-ui", "--quiet"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines, learned = [], threading.Event()

@@ -40,7 +40,7 @@ def read_everything(data_dir: str, url: str, report: str) -> None:
 @pytest.mark.timeout(READING_FOR_S + 300)
 def test_reading_a_run_every_5_s_for_10_minutes_opens_no_incident(tmp_path):
     data_dir = str(tmp_path / "data")
-    run = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--data-dir", data_dir, "--warmup-windows", "30",
+    run = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--data-dir", data_dir, "--warmup", "30",
                             "--settle", "3", "--listen", "127.0.0.1:0", "--quiet"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err, learned = [], [], threading.Event()

@@ -40,7 +40,7 @@ def test_recordings_merge_in_time_order_with_each_catalog_first(tmp_path):
 def test_a_step_on_one_host_is_found_there_and_attributed_to_its_subsystem(tmp_path):
     step = StepChange("cpu.busy.cpu3", 60.0, 25.0)
     paths = [_record(tmp_path / "h1.avro", "h1", seed=1), _record(tmp_path / "h2.avro", "h2", (step,), seed=2)]
-    settings = EngineSettings(warmup_windows=45, seed=3)
+    settings = EngineSettings(warmup_s=45, seed=3)
     outputs = reported(replay(merged_recordings(paths), settings))
     truth = [FaultLabel("cpu_contention", "h2", START_NS + 60 * SECOND, START_NS + 90 * SECOND, "cpu", 1.0)]
     score = score_run(truth, outputs, JudgedTime(START_NS + 50 * SECOND, START_NS + 90 * SECOND, 2))
@@ -53,7 +53,7 @@ def test_a_step_on_one_host_is_found_there_and_attributed_to_its_subsystem(tmp_p
 def test_replay_is_deterministic(tmp_path):
     step = StepChange("net.rx_bytes.eth1", 60.0, 5e6)
     paths = [_record(tmp_path / "h1.avro", "h1", (step,), seed=4)]
-    settings = EngineSettings(warmup_windows=45, seed=3)
+    settings = EngineSettings(warmup_s=45, seed=3)
     first, second = (reported(replay(merged_recordings(paths), settings)) for _ in range(2))
     assert first == second
 

@@ -18,7 +18,7 @@ def live_run(tmp_path_factory):
     """A 90-second reveal run under a hostile host name, on a free port; yields (data dir, page address)."""
     data_dir = tmp_path_factory.mktemp("live") / "data"
     process = subprocess.Popen([sys.executable, "-m", "reveal.cli", "run", "--duration", "90", "--data-dir",
-                                str(data_dir), "--warmup-windows", "10", "--host", HOSTILE, "--listen", "127.0.0.1:0",
+                                str(data_dir), "--warmup", "10", "--host", HOSTILE, "--listen", "127.0.0.1:0",
                                 "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while running_service(data_dir) is None:

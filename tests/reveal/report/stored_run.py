@@ -27,7 +27,7 @@ STEPS = {"alpha": (StepChange("cpu.busy.cpu1", 60.0, 25.0),), "beta": (),
 def write_run(dsn: str, database: str = "reveal") -> None:
     """Three synthetic hosts through the embedded engine into ClickHouse, plus a lab run's truth and scores."""
     writer = ClickHouseWriter(dsn, database)
-    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_windows=20, watch=FULL_HORIZON)), ClickHouseLanding(writer))
+    runner = EmbeddedRunner(HostStage(EngineSettings(warmup_s=20, watch=FULL_HORIZON)), ClickHouseLanding(writer))
     catalogs = {host: synthetic_catalog(host) for host in STEPS}
     frames = {host: synthetic_frames(catalogs[host], T0, FRAMES_PER_HOST, seed=index, steps=steps)
               for index, (host, steps) in enumerate(STEPS.items())}

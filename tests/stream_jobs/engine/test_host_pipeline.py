@@ -14,7 +14,7 @@ from stream_jobs.engine.settings import refit_phase
 T0 = 1_700_000_000_000_000_000
 
 
-def run(frames, catalog, settings=EngineSettings(warmup_windows=60)):
+def run(frames, catalog, settings=EngineSettings(warmup_s=60)):
     table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
     pipeline = HostPipeline(table, settings)
     verdicts = []
@@ -57,7 +57,7 @@ def test_replay_equals_live_for_the_same_frames():
 def refit_windows(catalog, frames, phase):
     """Window ids at which a pipeline with this refit phase replaced its baseline (warm-up excluded)."""
     table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=30, refit_every=20, baseline_stride=1), phase)
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=30, refit_every_s=20, baseline_every_s=1), phase)
     verdicts = [v for frame in frames for v in pipeline.push(frame.timestamp_ns, np.asarray(frame.values))]
     return [v.window_id for v in verdicts if v.baseline_changed][1:]
 
@@ -81,7 +81,7 @@ def test_refit_phase_is_stable_and_spreads_hosts():
 def test_a_window_claim_tells_of_a_channel_of_the_subsystem_the_window_is_named_after():
     cores = tuple(f"cpu.busy.cpu{i}" for i in range(8))
     table = ChannelTable((*cores, "mem.used"), ("gauge",) * 9, ("cpu",) * 8 + ("memory",))
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=60))
     rng = np.random.default_rng(5)
     verdicts = []
     for s in np.arange(0.0, 260.0, 0.1):
@@ -95,7 +95,7 @@ def test_a_window_claim_tells_of_a_channel_of_the_subsystem_the_window_is_named_
 
 
 def stepped_run(table: ChannelTable, values_at, seconds: float = 260.0, seed: int = 6) -> list:
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=60))
     rng = np.random.default_rng(seed)
     verdicts = []
     for s in np.arange(0.0, seconds, 0.1):
@@ -157,7 +157,7 @@ def sectors_run(sectors_per_s: float, seconds: float = 200.0) -> list:
         sectors += sectors_per_s * 0.1 if tick >= 1500 else 0.0
         values = np.append(rng.normal(5.0, 1.0, 4), sectors)
         frames.append(Frame("h1", "c1", T0 + tick * 10**8, tick, catalog.version, values))
-    pipeline, verdicts = HostPipeline(ChannelTable.of_catalog(catalog), EngineSettings(warmup_windows=60)), []
+    pipeline, verdicts = HostPipeline(ChannelTable.of_catalog(catalog), EngineSettings(warmup_s=60)), []
     for frame in frames:
         verdicts += pipeline.push(frame.timestamp_ns, np.asarray(frame.values))
     return verdicts
@@ -179,7 +179,7 @@ def test_the_papers_mode_judges_every_channel_with_the_papers_trio_and_keeps_its
     table = ChannelTable(("cpu.a", "cpu.b", "net.c"), ("gauge",) * 3, ("cpu", "cpu", "network"))
 
     def judged(mode):
-        pipeline = HostPipeline(table, EngineSettings(warmup_windows=60, mode=mode, refit_every=20, baseline_stride=1))
+        pipeline = HostPipeline(table, EngineSettings(warmup_s=60, mode=mode, refit_every_s=20, baseline_every_s=1))
         first = None
         for step, row in enumerate(values):
             pipeline.push(T0 + step * 10**8, row)

@@ -80,11 +80,11 @@ def _bytes_and_segments(seconds: float, bytes_per_segment, extra_bytes, seed: in
 
 def _judge_pair(bytes_per_segment, extra_bytes):
     table = ChannelTable(("net.sent_bytes", "net.sent_segments"), ("gauge", "gauge"), ("network", "network"))
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=60))
     verdicts = []
     for timestamp, values in _bytes_and_segments(300.0, bytes_per_segment, extra_bytes):
         verdicts += pipeline.push(timestamp, values)
-    assert pipeline.residuals.dropped.size == 1, "one gauge is watched as its residual from the other"
+    assert pipeline.columns.residuals.dropped.size == 1, "one gauge is watched as its residual from the other"
     return [v for v in verdicts if v.start_ns >= T0 + 200 * 10**9]
 
 

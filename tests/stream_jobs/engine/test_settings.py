@@ -16,7 +16,7 @@ def test_the_defaults_are_valid_and_frozen():
         settings.seed = 1
 
 
-@pytest.mark.parametrize("changes, message", [({"warmup_windows": 9}, "at least 10 baseline windows are needed"),
+@pytest.mark.parametrize("changes, message", [({"warmup_s": 0.0}, "warmup_s is 0; expected seconds above 0"),
                                               ({"mode": "vote"}, "mode is 'vote'; expected one of"),
                                               ({"selection_threshold": 1.0}, "expected between 0 and 1, or None"),
                                               ({"selection_threshold": 0.0}, "expected between 0 and 1, or None")])
@@ -30,7 +30,7 @@ def test_selection_can_be_switched_off_and_every_mode_is_accepted():
     assert [EngineSettings(mode=mode).mode for mode in MODES] == list(MODES)
 
 
-@pytest.mark.parametrize("changes", [{}, {"warmup_windows": 10}, {"stride_s": 0.5}, {"baseline_stride": 3}])
+@pytest.mark.parametrize("changes", [{}, {"warmup_s": 10.0}, {"stride_s": 0.5}, {"baseline_every_s": 3.0}])
 def test_a_host_s_rolling_baseline_is_full_exactly_when_the_settings_say(changes):
     import numpy as np
 
@@ -50,7 +50,7 @@ def test_a_host_s_rolling_baseline_is_full_exactly_when_the_settings_say(changes
     assert held[round(full_s + 0.2, 1)] == settings.baseline_capacity
 
 
-@pytest.mark.parametrize("changes", [{"warmup_windows": 10}, {"warmup_windows": 12, "stride_s": 0.5}])
+@pytest.mark.parametrize("changes", [{"warmup_s": 10.0}, {"warmup_s": 6.0, "stride_s": 0.5}])
 def test_all_a_host_keeps_is_full_exactly_when_the_settings_say(changes):
     import numpy as np
 
@@ -76,4 +76,23 @@ def test_all_a_host_keeps_is_full_exactly_when_the_settings_say(changes):
 def test_the_command_line_learns_as_many_windows_as_the_settings_do():
     from reveal.cli import build_parser
 
-    assert build_parser().parse_args(["run"]).warmup_windows == EngineSettings().warmup_windows
+    from reveal.cli.options import MIN_WARMUP_WINDOWS as FEWEST_ON_THE_COMMAND_LINE
+    from stream_jobs.engine.settings import MIN_WARMUP_WINDOWS
+
+    assert build_parser().parse_args(["run"]).warmup == EngineSettings().warmup_s
+    assert FEWEST_ON_THE_COMMAND_LINE == MIN_WARMUP_WINDOWS
+
+
+@pytest.mark.parametrize("stride_s", [0.5, 1.0, 2.0, 300.0])
+def test_the_baseline_s_durations_are_seconds_at_any_stride(stride_s):
+    settings = EngineSettings(stride_s=stride_s, warmup_s=max(30.0, 10 * stride_s))
+    assert settings.warmup_windows >= 10
+    for windows, seconds in ((settings.warmup_windows, settings.warmup_s), (settings.refit_every,
+                             settings.refit_every_s), (settings.baseline_stride, settings.baseline_every_s)):
+        assert seconds - 1e-9 <= windows * stride_s < max(seconds, 0.0) + stride_s, "the duration, to the next stride"
+    assert EngineSettings(stride_s=stride_s, warmup_s=stride_s).warmup_windows == 10, "never fewer than 10 windows"
+
+
+def test_the_rolling_baseline_is_refitted_at_most_once_a_window_length():
+    assert EngineSettings(window_s=3600.0, stride_s=300.0, refit_every_s=300.0).refit_every == 12
+    assert EngineSettings(window_s=3.0, stride_s=1.0, refit_every_s=300.0).refit_every == 300

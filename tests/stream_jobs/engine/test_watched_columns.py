@@ -31,7 +31,7 @@ def _judge_memory_step(step_bytes: float, units=("bytes", "")):
     memory = 100 * 2**20 + rng.normal(0, 2e5, len(t)) + np.where(t >= 200, step_bytes, 0.0)
     busy = 0.6 + 0.2 * np.sin(2 * np.pi * t / 5.0) + rng.normal(0, 0.02, len(t))
     table = ChannelTable(("mem.resident", "cpu.busy"), ("gauge", "gauge"), ("memory", "cpu"), units)
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=60))
     verdicts = []
     for s, m, b in zip(t, memory, busy):
         verdicts += pipeline.push(T0 + int(s * 1e9), np.array([m, b]))
@@ -49,7 +49,7 @@ def _judge_steps(names, kinds, values_at, seconds=300.0, change_at=200.0, units=
     """Verdicts after `change_at` for channels whose per-sample values `values_at(t, rng)` returns (a row each)."""
     rng = np.random.default_rng(11)
     table = ChannelTable(names, kinds, ("network",) * len(names), units)
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=60))
     verdicts = []
     for s in np.arange(0.0, seconds, 0.1):
         verdicts += pipeline.push(T0 + int(s * 1e9), np.asarray(values_at(s, rng), dtype=np.float64))
@@ -149,10 +149,10 @@ def test_two_retransmissions_now_and_then_among_a_thousand_segments_a_second_are
 def test_a_ratio_of_counters_is_judged_by_its_mean_not_by_its_spread_within_a_window():
     names, kinds = ("snmp.Tcp.RetransSegs", "snmp.Tcp.OutSegs"), ("counter", "counter")
     table = ChannelTable(names, kinds, ("network", "network"))
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60))
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=60))
     for s in np.arange(0.0, 120.0, 0.1):
         pipeline.push(T0 + int(s * 1e9), np.array([np.floor(0.5 * s), 1000.0 * s]))
-    columns = {(pipeline.watched_name(i), pipeline.watched_feature(i)): i
+    columns = {(pipeline.columns.name(i), pipeline.columns.feature(i)): i
                for i in range(len(pipeline.watch.event_floor))}
     assert np.isfinite(pipeline.watch.event_floor[columns[("net.retrans_per_segment", "mean")]])
     assert np.isinf(pipeline.watch.event_floor[columns[("net.retrans_per_segment", "std")]])
@@ -172,7 +172,7 @@ def _judge_cpu_ticks(extra_cores: float, units=("usec", "usec", "")):
     table = ChannelTable(("cgroup.cpu_system_usec", "cgroup.cpu_throttled_usec", "cpu.busy"),
                          ("counter", "counter", "gauge"), ("cpu", "cpu", "cpu"), units)
     # floors, not a cold start, are under test: the minute of baseline spans the model's whole drift horizon
-    pipeline = HostPipeline(table, EngineSettings(warmup_windows=60, watch=WatchSettings(drift_horizon_s=60.0)))
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=60, watch=WatchSettings(drift_horizon_s=60.0)))
     verdicts = []
     for s, a, b, c in zip(t, system, throttled, busy):
         verdicts += pipeline.push(T0 + int(s * 1e9), np.array([a, b, c]))

@@ -15,7 +15,7 @@ from stream_jobs.offline.runner import DETECTORS, count_windows, detect, judge_h
 from stream_jobs.offline.tables import TableError
 
 T0_S = 1_700_000_000
-SETTINGS = EngineSettings(warmup_windows=10)
+SETTINGS = EngineSettings(warmup_s=10)
 COLUMNS = ("gpu_util", "cpu_busy", "disk_read")
 
 

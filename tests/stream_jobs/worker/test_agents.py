@@ -36,7 +36,7 @@ def test_a_record_without_a_key_or_value_or_with_a_key_that_is_not_utf8_still_ma
 
 
 def test_a_catalog_and_its_frames_are_stored_and_handed_to_the_host_stage(chdb_dsn, database):
-    shell = WorkerShell(WorkerSettings("127.0.0.1:1", engine=EngineSettings(warmup_windows=10)),
+    shell = WorkerShell(WorkerSettings("127.0.0.1:1", engine=EngineSettings(warmup_s=10)),
                         lambda: open_landing(chdb_dsn, database))
     handler = RecordHandler(shell, None, None, None, None, None)
     catalog = synthetic_catalog("agent-host")
