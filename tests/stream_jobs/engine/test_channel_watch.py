@@ -28,7 +28,19 @@ def null_process(kind: str, rng: np.random.Generator, windows: int, columns: int
         return 10.0 * phase + rng.normal(0.0, 0.5, (windows, columns))
     if kind == "heavy-tailed":
         return rng.standard_t(3, (windows, columns))
+    if kind == "ar1":
+        return autoregressive(rng, windows, columns, 0.95)
     raise ValueError(kind)
+
+
+def autoregressive(rng: np.random.Generator, windows: int, columns: int, phi: float) -> np.ndarray:
+    """An AR(1) process of unit variance: each window φ times the last plus new noise."""
+    noise = rng.normal(0.0, np.sqrt(1.0 - phi * phi), (windows, columns))
+    values = np.empty((windows, columns))
+    values[0] = rng.normal(0.0, 1.0, columns)
+    for row in range(1, windows):
+        values[row] = phi * values[row - 1] + noise[row]
+    return values
 
 
 def fitted(baseline: np.ndarray, risk: float, floor: float = 0.0, stride_s: float = STRIDE_S) -> ChannelWatch:
@@ -44,7 +56,7 @@ def runs_of(flags: list[bool]) -> int:
 
 @settings(max_examples=12, deadline=None, derandomize=True)
 @given(kind=st.sampled_from(["gaussian-0", "gaussian-minus-50", "gaussian-1e6", "poisson", "periodic",
-                             "heavy-tailed"]), seed=st.integers(0, 2**16))
+                             "heavy-tailed", "ar1"]), seed=st.integers(0, 2**16))
 def test_null_data_raises_at_most_twice_the_promised_runs_a_day_and_nothing_in_ten_hours_when_quiet(kind, seed):
     rng = np.random.default_rng(seed)
     baseline = null_process(kind, rng, 7 * WINDOWS_PER_DAY, 20)
