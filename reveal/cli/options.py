@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import signal
 import tempfile
@@ -35,6 +36,8 @@ def positive_seconds(text: str) -> float:
         value = float(number) * scale
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration (examples: 20, 2.5, 90s, 5m, 1h, 7d)") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite duration (examples: 20, 2.5, 90s, 5m, 1h, 7d)")
     if value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be more than zero")
     return value

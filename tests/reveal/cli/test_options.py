@@ -43,6 +43,8 @@ CASES = {
     "duration": (["run", "--duration", "soon"], "--duration"),
     "risk": (["run", "--risk", "0"], "--risk"),
     "warmup": (["run", "--warmup", "0"], "--warmup"),
+    "warmup without end": (["run", "--warmup", "1e999"], "--warmup"),
+    "stride not a number": (["run", "--stride", "nan"], "--stride"),
     "procfs": (["run", "--procfs", "/nonexistent"], "--procfs"),
     "sysfs": (["agent", "--bootstrap", "127.0.0.1:1", "--sysfs", "/nonexistent"], "--sysfs"),
     "listen": (["run", "--listen", "nowhere"], "--listen"),
