@@ -33,6 +33,15 @@ def pytest_unconfigure(config):
         shutil.rmtree(os.environ["REVEAL_COMMANDS_DIR"], ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def settled_host(request) -> None:
+    """A test that judges or measures the host (marked quiet_host) starts once what earlier tests left has passed."""
+    if request.node.get_closest_marker("quiet_host"):
+        from tests.settled_host import wait_until_settled
+
+        wait_until_settled()
+
+
 def broker_reachable(bootstrap: str, timeout_s: float = 5.0) -> str | None:
     """None when the broker answers, otherwise why it did not."""
     from confluent_kafka import KafkaException
