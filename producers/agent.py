@@ -12,7 +12,7 @@ from typing import Callable, Protocol
 
 from producers.collectors.base import Collector
 from producers.collectors.health import AgentHealthCollector
-from producers.collectors.own_footprint import OwnProcessesCollector, OwnSocketsCollector
+from producers.collectors.own_footprint import OwnProcessesCollector, OwnSocketsCollector, OwnStorageCollector
 from producers.registry import CollectorRegistry
 from producers.sampler import TickStats, block_aligned_start, block_end, off_block_phase, run_schedule
 from producers.source_table import default_collectors
@@ -65,6 +65,8 @@ class AgentSettings:
     source_groups: tuple[str, ...] = ()
     net_procfs: str = ""
     settle_s: float = 0.0
+    # Reveal's data folder on this host (`reveal run`), whose page cache is Reveal's; "" where it stores elsewhere.
+    data_dir: str = ""
     # Seconds of ticks the compiled scanner keeps the schedule for before Python hands their frames out together:
     # Python and the Kafka client wake once per block instead of once per tick. 0 (or one interval): every tick.
     publish_every_s: float = 1.0
@@ -121,7 +123,8 @@ class Agent:
         sources = collectors if collectors is not None else default_collectors(
             settings.procfs, settings.sysfs, settings.cgroup_parent, settings.source_groups, settings.net_procfs)
         health = AgentHealthCollector(self._tick_health, getattr(sink, "health", dict))
-        own = [OwnProcessesCollector(procfs=settings.procfs), OwnSocketsCollector(settings.procfs, settings.net_procfs)]
+        own = [OwnProcessesCollector(procfs=settings.procfs), OwnSocketsCollector(settings.procfs, settings.net_procfs),
+               *([OwnStorageCollector(settings.data_dir, settings.procfs)] if settings.data_dir else [])]
         self.registry = CollectorRegistry([*sources, health, *own], settings.host, settings.cluster, settings.interval_s,
                                           dict(settings.source_intervals))
         self._wall_clock_ns = wall_clock_ns

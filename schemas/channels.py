@@ -58,15 +58,23 @@ OWN_COMMITTED_BYTES = "agent.reveal_committed_bytes"
 OWN_TCP_TIME_WAIT = "agent.reveal_tcp_time_wait"
 OWN_TCP_OPEN = "agent.reveal_tcp_open"
 OWN_TCP_CLOSED = "agent.reveal_tcp_closed"
+# The page cache of Reveal's data folder (`reveal run`): bytes cached, and of those dirty and under writeback.
+OWN_CACHED_BYTES = "agent.reveal_cached_bytes"
+OWN_DIRTY_BYTES = "agent.reveal_dirty_bytes"
+OWN_WRITEBACK_BYTES = "agent.reveal_writeback_bytes"
 # The host's channels that hold a share measured as Reveal's: (host channel, Reveal's share, +1 to take it out or -1
-# to give it back: the CPU time and memory Reveal holds would otherwise be idle or free).
+# to give it back: the CPU time and memory Reveal holds would otherwise be idle or free). A share in bytes is taken
+# out of a channel in pages as that many pages.
 OWN_SHARES = (("sock.tcp_tw", OWN_TCP_TIME_WAIT, 1), ("sock.tcp_inuse", OWN_TCP_OPEN, 1),
               ("sock.tcp_alloc", OWN_TCP_OPEN, 1), ("sock.sockets_used", OWN_TCP_OPEN, 1),
               ("snmp.Tcp.CurrEstab", OWN_TCP_OPEN, 1), ("cpu.user.all", OWN_CPU_USER_TICKS, 1),
               ("cpu.system.all", OWN_CPU_SYSTEM_TICKS, 1), ("cpu.idle.all", OWN_CPU_USER_TICKS, -1),
               ("cpu.idle.all", OWN_CPU_SYSTEM_TICKS, -1), ("mem.AnonPages", OWN_ANON_BYTES, 1),
               ("mem.MemFree", OWN_ANON_BYTES, -1), ("mem.MemAvailable", OWN_ANON_BYTES, -1),
-              ("mem.Committed_AS", OWN_COMMITTED_BYTES, 1))
+              ("mem.Committed_AS", OWN_COMMITTED_BYTES, 1), ("mem.Cached", OWN_CACHED_BYTES, 1),
+              ("vm.nr_file_pages", OWN_CACHED_BYTES, 1), ("mem.MemFree", OWN_CACHED_BYTES, -1),
+              ("mem.Dirty", OWN_DIRTY_BYTES, 1), ("vm.nr_dirty", OWN_DIRTY_BYTES, 1),
+              ("mem.Writeback", OWN_WRITEBACK_BYTES, 1), ("vm.nr_writeback", OWN_WRITEBACK_BYTES, 1))
 # Reveal is at work (a command runs, a page or query is served) while these move (counters) or are above zero.
 OWN_WORK = (OWN_COMMANDS_SECONDS, OWN_TCP_OPEN, OWN_TCP_CLOSED)
 # What Reveal's work moves on the host without a share the agent can measure at the moment it moves: time per CPU and

@@ -3,7 +3,8 @@ host's channels instead of blaming the host for it: the CPU time and memory of R
 which in `reveal run` is also the engine's and the embedded ClickHouse's, and those of its commands, see
 producers.own_commands), the seconds its commands ran, and the TCP sockets on the ports the agent's process listens on
 (the live page and query service of `reveal run`), those in TIME_WAIT included: a connection that closed stays there
-for 60 s.
+for 60 s; and the page cache that the files of Reveal's data folder hold (`reveal run`'s embedded ClickHouse), which
+outlasts the writes and reads that filled it.
 
 Sockets come from /proc/net/tcp and tcp6 of the network namespace the agent watches; a listening port is Reveal's
 when its socket is one of the agent process's descriptors (or the port is given).
@@ -11,21 +12,27 @@ when its socket is one of the agent process's descriptors (or the port is given)
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from producers.collectors.base import Collector
+from producers.collectors.page_cache import counts_page_cache, folder_page_cache
 from producers.collectors.sockstat import SockStatCollector
 from producers.own_commands import CommandLedger, process_cpu_ticks, process_memory_bytes
-from schemas.channels import (AGENT_SUBSYSTEM, OWN_ANON_BYTES, OWN_COMMANDS_SECONDS, OWN_COMMITTED_BYTES,
-                              OWN_CPU_SYSTEM_TICKS, OWN_CPU_USER_TICKS, OWN_TCP_CLOSED, OWN_TCP_OPEN,
-                              OWN_TCP_TIME_WAIT)
+from schemas.channels import (AGENT_SUBSYSTEM, OWN_ANON_BYTES, OWN_CACHED_BYTES, OWN_COMMANDS_SECONDS,
+                              OWN_COMMITTED_BYTES, OWN_CPU_SYSTEM_TICKS, OWN_CPU_USER_TICKS, OWN_DIRTY_BYTES,
+                              OWN_TCP_CLOSED, OWN_TCP_OPEN, OWN_TCP_TIME_WAIT, OWN_WRITEBACK_BYTES)
 
 _UNITS = {OWN_COMMANDS_SECONDS: ("counter", "s"), OWN_CPU_USER_TICKS: ("counter", "ticks"),
           OWN_CPU_SYSTEM_TICKS: ("counter", "ticks"), OWN_ANON_BYTES: ("gauge", "bytes"),
           OWN_COMMITTED_BYTES: ("gauge", "bytes"), OWN_TCP_TIME_WAIT: ("gauge", "sockets"),
-          OWN_TCP_OPEN: ("gauge", "sockets"), OWN_TCP_CLOSED: ("counter", "connections")}
+          OWN_TCP_OPEN: ("gauge", "sockets"), OWN_TCP_CLOSED: ("counter", "connections"),
+          OWN_CACHED_BYTES: ("gauge", "bytes"), OWN_DIRTY_BYTES: ("gauge", "bytes"),
+          OWN_WRITEBACK_BYTES: ("gauge", "bytes")}
+log = logging.getLogger(__name__)
+
 TCP_TABLES = ("net/tcp", "net/tcp6")
 # The host's counts of TCP sockets (in use, orphaned, in TIME_WAIT, allocated, their memory), IPv4 and IPv6
 TCP_SUMMARIES = ("net/sockstat", "net/sockstat6")
@@ -187,3 +194,30 @@ class OwnSocketsCollector(_OwnShareCollector):
         return self._channels_of({OWN_TCP_TIME_WAIT: time_wait, OWN_TCP_OPEN: open_sockets,
                                   OWN_TCP_CLOSED: self.sockets.closed})
 
+
+
+class OwnStorageCollector(_OwnShareCollector):
+    """The page cache of Reveal's data folder, read every few seconds after a block of ticks (its reading stands for
+    each tick until the next). Where the kernel cannot count a file's cache (before Linux 6.5), the source is left
+    out."""
+
+    source = "reveal_storage"
+    explains_load = True
+    # A level that moves by the kilobytes Reveal stores a second; a read costs a few microseconds a file
+    default_interval_s = 5.0
+
+    def __init__(self, data_dir: str | Path, procfs: str | Path = "/proc"):
+        super().__init__(procfs)
+        self.data_dir = Path(data_dir)
+
+    def available(self) -> bool:
+        if not counts_page_cache():
+            log.warning("%s: this kernel does not count a file's page cache (cachestat, Linux 6.5+); the page cache of "
+                        "%s is left in the host's memory channels", self.source, self.data_dir)
+            return False
+        return super().available()
+
+    def collect(self) -> dict[str, float]:
+        cached = folder_page_cache(self.data_dir)
+        return self._channels_of({OWN_CACHED_BYTES: cached.cached, OWN_DIRTY_BYTES: cached.dirty,
+                                  OWN_WRITEBACK_BYTES: cached.writeback})

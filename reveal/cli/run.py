@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from reveal.cli.options import (DEFAULT_DATA_DIR, StopFlag, add_agent_options,
@@ -47,7 +48,7 @@ def handle(args) -> int:
     from stream_jobs.host_stage import HostStage
     from stream_jobs.live_state import LiveState
 
-    agent_config = agent_settings(args)
+    agent_config = replace(agent_settings(args), data_dir=str(Path(args.data_dir).resolve()))
     engine = engine_settings(args, args.interval)
     dsn = data_dir_dsn(args.data_dir)
     _refuse_a_folder_in_use(args.data_dir)

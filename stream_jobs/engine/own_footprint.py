@@ -1,6 +1,7 @@
 """Reveal's own footprint in a window, as the agent measured it (producers/collectors/own_footprint.py): its share is
 taken out of the host's channels that hold it (the host's sockets in TIME_WAIT less Reveal's, for the 60 s they last;
-its CPU time given back to idle), and in the frames in which Reveal works (a command runs, a page or query is
+its CPU time given back to idle; the page cache its data folder holds out of the host's cached, dirty and writeback
+memory, for as long as the kernel keeps it), and in the frames in which Reveal works (a command runs, a page or query is
 served) the channels that work moves without a measured share read as unread channels do (NaN), so they are neither
 judged nor learned there. What Reveal does is accounted to it for as long as it lasts, and the rest of the host is
 judged throughout."""
@@ -25,8 +26,9 @@ class OwnFootprint:
 
     def __init__(self, channels: ChannelTable):
         index = {name: column for column, name in enumerate(channels.names)}
-        self.shares = [(index[host], index[own], sign) for host, own, sign in OWN_SHARES
-                       if host in index and own in index]
+        per_unit = channels.bytes_per_unit
+        self.shares = [(index[host], index[own], sign, _in_units_of(per_unit[index[host]], per_unit[index[own]]))
+                       for host, own, sign in OWN_SHARES if host in index and own in index]
         self.cumulative = channels.cumulative
         self.work = [index[name] for name in OWN_WORK if name in index]
         self.moved = np.array([moved_by_own_work(name) for name in channels.names], dtype=bool)
@@ -36,8 +38,8 @@ class OwnFootprint:
         if not self.shares and not self.work:
             return window, False
         values = window.values.astype(np.float64, copy=True)
-        for host, own, sign in self.shares:
-            values[:, host] = self._without(values[:, host], np.nan_to_num(values[:, own]), sign,
+        for host, own, sign, scale in self.shares:
+            values[:, host] = self._without(values[:, host], scale * np.nan_to_num(values[:, own]), sign,
                                             self.cumulative[host])
         working = self.working_frames(window.timestamps_ns, window.values)
         if working.any():
@@ -64,9 +66,10 @@ class OwnFootprint:
 
     @staticmethod
     def _without(host: np.ndarray, own: np.ndarray, sign: int, cumulative: bool) -> np.ndarray:
-        """A host channel less Reveal's share (`sign` 1) or with it given back (-1): a level less Reveal's level,
-        never below zero; a counter's steps scaled so that they add up to the host's count less Reveal's over the
-        window (Reveal's share is read once a block of ticks, the host's every tick)."""
+        """A host channel less Reveal's share (`own`, in the host channel's units; `sign` 1) or with it given back
+        (-1): a level less Reveal's level, never below zero; a counter's steps scaled so that they add up to the
+        host's count less Reveal's over the window (Reveal's share is read once a block of ticks, the host's every
+        tick)."""
         if not cumulative:
             return np.where(np.isnan(host), np.nan, np.fmax(host - sign * own, 0.0))
         steps = np.diff(host)
@@ -77,6 +80,14 @@ class OwnFootprint:
         scaled = steps * max(0.0, 1.0 - own_total / host_total)
         adjusted = host[0] + np.concatenate([[0.0], np.nancumsum(scaled)])
         return np.where(np.isnan(host), np.nan, adjusted)
+
+
+def _in_units_of(host_bytes_per_unit: float, own_bytes_per_unit: float) -> float:
+    """How many of the host channel's units one unit of Reveal's share is: a share in bytes of a level in pages is
+    that many pages; shares of anything else are in the host channel's own units."""
+    if host_bytes_per_unit > 0 and own_bytes_per_unit > 0:
+        return own_bytes_per_unit / host_bytes_per_unit
+    return 1.0
 
 
 def _spans_worked_in(counters: np.ndarray, working: np.ndarray) -> np.ndarray:

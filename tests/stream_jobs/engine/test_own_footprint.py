@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from schemas.channels import OWN_ANON_BYTES, OWN_COMMANDS_SECONDS, OWN_CPU_USER_TICKS, OWN_TCP_CLOSED, OWN_TCP_TIME_WAIT
-from stream_jobs.engine.channels import ChannelTable
+from schemas.channels import (OWN_ANON_BYTES, OWN_CACHED_BYTES, OWN_COMMANDS_SECONDS, OWN_CPU_USER_TICKS,
+                              OWN_TCP_CLOSED, OWN_TCP_TIME_WAIT)
+from stream_jobs.engine.channels import PAGE_BYTES, ChannelTable
 from stream_jobs.engine.derived import signals
 from stream_jobs.engine.own_footprint import READING_SPAN_S, OwnFootprint
 from stream_jobs.engine.windows import Window
@@ -92,3 +93,17 @@ def test_a_host_without_reveals_channels_is_left_as_it_is():
     original = Window(1, 0, 4 * S, np.arange(4, dtype=np.int64) * S, values)
     accounted, worked = OwnFootprint(table).account(original)
     assert accounted is original and not worked
+
+
+def test_the_page_cache_of_reveals_data_folder_is_taken_out_of_levels_in_bytes_and_in_pages():
+    channels = ChannelTable(("mem.Cached", "vm.nr_file_pages", "mem.MemFree", OWN_CACHED_BYTES),
+                            ("gauge",) * 4, ("memory", "memory", "memory", "agent"),
+                            ("bytes", "pages", "bytes", "bytes"))
+    own = 40.0 * PAGE_BYTES
+    values = np.array([[100.0 * PAGE_BYTES, 100.0, 500.0 * PAGE_BYTES, own]] * 4)
+    timestamps = np.arange(4, dtype=np.int64) * S // 10
+    accounted, worked = OwnFootprint(channels).account(Window(1, 0, 4 * S // 10, timestamps, values))
+    assert accounted.values[:, 0].tolist() == [60.0 * PAGE_BYTES] * 4
+    assert accounted.values[:, 1].tolist() == [60.0] * 4, "a share in bytes is that many pages of a level in pages"
+    assert accounted.values[:, 2].tolist() == [540.0 * PAGE_BYTES] * 4, "the cache Reveal holds would be free"
+    assert not worked, "a page cache that outlasts Reveal's writes is no work"
