@@ -71,7 +71,7 @@ class OwnFootprint:
         host's count less Reveal's over the window (Reveal's share is read once a block of ticks, the host's every
         tick)."""
         if not cumulative:
-            return np.where(np.isnan(host), np.nan, np.fmax(host - sign * own, 0.0))
+            return np.where(np.isnan(host), np.nan, np.fmax(host - sign * _with_the_reading_before(own), 0.0))
         steps = np.diff(host)
         host_total = np.nansum(np.fmax(steps, 0.0))
         own_total = sign * np.nansum(np.fmax(np.diff(own), 0.0))
@@ -80,6 +80,17 @@ class OwnFootprint:
         scaled = steps * max(0.0, 1.0 - own_total / host_total)
         adjusted = host[0] + np.concatenate([[0.0], np.nancumsum(scaled)])
         return np.where(np.isnan(host), np.nan, adjusted)
+
+
+def _with_the_reading_before(own: np.ndarray) -> np.ndarray:
+    """Each frame's share as the larger of its reading and the reading before it. The host's level and Reveal's
+    share are read apart by up to a reading span, so sockets that leave TIME_WAIT together in between are gone from
+    the share while the host's reading still holds them: for that span the host would show Reveal's own sockets."""
+    starts = np.ones(len(own), dtype=bool)
+    starts[1:] = own[1:] != own[:-1]
+    readings = own[starts]
+    before = np.concatenate([readings[:1], readings[:-1]])
+    return np.fmax(own, before[np.cumsum(starts) - 1])
 
 
 def _in_units_of(host_bytes_per_unit: float, own_bytes_per_unit: float) -> float:
