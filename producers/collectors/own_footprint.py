@@ -25,14 +25,14 @@ from schemas.channels import (AGENT_SUBSYSTEM, OWN_ANON_BYTES, OWN_CACHED_BYTES,
                               OWN_COMMITTED_BYTES, OWN_CPU_SYSTEM_TICKS, OWN_CPU_USER_TICKS, OWN_DIRTY_BYTES,
                               OWN_TCP_CLOSED, OWN_TCP_OPEN, OWN_TCP_TIME_WAIT, OWN_WRITEBACK_BYTES)
 
+log = logging.getLogger(__name__)
+
 _UNITS = {OWN_COMMANDS_SECONDS: ("counter", "s"), OWN_CPU_USER_TICKS: ("counter", "ticks"),
           OWN_CPU_SYSTEM_TICKS: ("counter", "ticks"), OWN_ANON_BYTES: ("gauge", "bytes"),
           OWN_COMMITTED_BYTES: ("gauge", "bytes"), OWN_TCP_TIME_WAIT: ("gauge", "sockets"),
           OWN_TCP_OPEN: ("gauge", "sockets"), OWN_TCP_CLOSED: ("counter", "connections"),
           OWN_CACHED_BYTES: ("gauge", "bytes"), OWN_DIRTY_BYTES: ("gauge", "bytes"),
           OWN_WRITEBACK_BYTES: ("gauge", "bytes")}
-log = logging.getLogger(__name__)
-
 TCP_TABLES = ("net/tcp", "net/tcp6")
 # The host's counts of TCP sockets (in use, orphaned, in TIME_WAIT, allocated, their memory), IPv4 and IPv6
 TCP_SUMMARIES = ("net/sockstat", "net/sockstat6")
@@ -193,7 +193,6 @@ class OwnSocketsCollector(_OwnShareCollector):
         time_wait, open_sockets = self.sockets.count()
         return self._channels_of({OWN_TCP_TIME_WAIT: time_wait, OWN_TCP_OPEN: open_sockets,
                                   OWN_TCP_CLOSED: self.sockets.closed})
-
 
 
 class OwnStorageCollector(_OwnShareCollector):
