@@ -188,6 +188,14 @@ class ChannelBands:
         z = finite_ratio(np.abs(offset), np.where(offset >= 0, self.above, self.below))
         return np.where(np.abs(offset) >= self.floor, z, 0.0)
 
+    def shows(self, values: np.ndarray, columns: np.ndarray, rising_only: np.ndarray) -> bool:
+        """Whether any of `columns` lies beyond a noise scale and its floor from its median, above it where it
+        counts only when it rises: a change the column itself shows, in what matters in its units."""
+        offset = np.asarray(values, dtype=np.float64)[columns] - self.median[columns]
+        scale = np.where(offset >= 0, self.above[columns], self.below[columns])
+        shown = np.isfinite(offset) & (np.abs(offset) >= np.fmax(scale, self.floor[columns])) & (np.abs(offset) > 0)
+        return bool((shown & ((offset > 0) | ~rising_only[columns])).any())
+
     def to_json(self) -> dict:
         listed = lambda values: [None if not np.isfinite(v) else float(v) for v in values]
         return {"median": listed(self.median), "above": listed(self.above), "below": listed(self.below),

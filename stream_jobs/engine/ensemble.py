@@ -9,6 +9,7 @@ import numpy as np
 
 from stream_jobs.engine.detectors import Detector, paper_detectors, restore_detector, standard_detectors
 from stream_jobs.engine.thresholds import PotThreshold, TopFractionThreshold
+from stream_jobs.engine.trailing_quantile import TrailingQuantile
 
 MODES = ("calibrated", "paper")
 # In paper mode a window is flagged when this many detectors put it in their baseline's top fraction (§4.3).
@@ -44,11 +45,15 @@ class DetectorEnsemble:
     Thresholds are calibrated on out-of-fold baseline scores (each block of windows scored by detectors fitted on
     the other blocks, less the `calibration_gap` windows either side of it that overlap it), because a detector
     scores the windows it was fitted on, or windows that share their samples, as more typical than new ones.
-    The ensemble never learns from what it judges; the caller decides which windows go into `refit`.
+    With `trailing_windows`, each threshold is also never below the `trailing_quantile` of the detector's own
+    recent scores (see TrailingQuantile; every judged window counts, flagged or not): the host's normal may move,
+    at that bounded speed, while the calibrated threshold keeps the false-finding promise on a host that did not.
+    The detectors never learn from what they judge; the caller decides which windows go into `refit`.
     """
 
     def __init__(self, detectors: list[Detector] | None = None, mode: str = "calibrated", min_agreement: int = 2,
-                 risk: float = 1e-4, fraction: float = 0.01, calibration_folds: int = 5, calibration_gap: int = 0):
+                 risk: float = 1e-4, fraction: float = 0.01, calibration_folds: int = 5, calibration_gap: int = 0,
+                 trailing_windows: float | None = None, trailing_quantile: float = 0.99):
         if detectors is None:
             detectors = paper_detectors() if mode == "paper" else standard_detectors()
         detectors = list(detectors)
@@ -67,6 +72,8 @@ class DetectorEnsemble:
         self.calibration_folds = calibration_folds
         self.calibration_gap = calibration_gap
         self.thresholds: list[PotThreshold | TopFractionThreshold] = []
+        self.trailing_windows, self.trailing_quantile = trailing_windows, trailing_quantile
+        self.trailing: list[TrailingQuantile] = []
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -87,10 +94,23 @@ class DetectorEnsemble:
         self.thresholds = [self._new_threshold() for _ in self.detectors]
         for threshold, scores in zip(self.thresholds, calibration):
             threshold.fit(scores)
+        if self.trailing_windows and not self.trailing:
+            self.trailing = [self._new_trailing(scores) for scores in calibration]
         return self
 
+    def _new_trailing(self, baseline_scores: np.ndarray) -> TrailingQuantile:
+        """A trailing quantile that has seen the baseline's out-of-fold scores, read from their median in units of
+        their interquartile range."""
+        finite = baseline_scores[np.isfinite(baseline_scores)]
+        low, median, high = np.quantile(finite, [0.25, 0.5, 0.75]) if finite.size else (0.0, 0.0, 1.0)
+        trailing = TrailingQuantile(self.trailing_windows, self.trailing_quantile, float(median),
+                                    max(float(high - low), THRESHOLD_FLOOR))
+        trailing.extend(finite)
+        return trailing
+
     def refit(self, baseline: np.ndarray) -> "DetectorEnsemble":
-        """Learn a new baseline, e.g. the recent windows that were not flagged; replaces detectors and thresholds."""
+        """Learn a new baseline, e.g. the recent windows that were not flagged; replaces detectors and calibrated
+        thresholds (the trailing quantiles go on with what they saw)."""
         return self.fit(baseline)
 
     def scores(self, windows: np.ndarray, known: dict[str, np.ndarray] | None = None) -> np.ndarray:
@@ -105,7 +125,7 @@ class DetectorEnsemble:
     def judge(self, windows: np.ndarray, known: dict[str, np.ndarray] | None = None) -> list[EnsembleVerdict]:
         """One verdict per window, in order (`known`: as in `scores`)."""
         scores = self.scores(windows, known)
-        thresholds = np.broadcast_to([threshold.threshold for threshold in self.thresholds], scores.shape)
+        thresholds = self._thresholds(scores)
         ratios = scores / np.fmax(thresholds, THRESHOLD_FLOOR)
         exceeded = scores > thresholds
         if self.mode == "paper":
@@ -113,6 +133,19 @@ class DetectorEnsemble:
         else:
             flagged = (exceeded.sum(axis=1) >= self.min_agreement) | (ratios >= LONE_DETECTOR_MARGIN).any(axis=1)
         return [self._verdict(*row) for row in zip(scores, thresholds, exceeded, ratios.mean(axis=1), flagged)]
+
+    def _thresholds(self, scores: np.ndarray) -> np.ndarray:
+        """Each window's thresholds: the calibrated ones, raised to the trailing quantiles as they stood before it;
+        the windows' scores are then counted in order."""
+        calibrated = np.array([threshold.threshold for threshold in self.thresholds], dtype=np.float64)
+        if not self.trailing:
+            return np.broadcast_to(calibrated, scores.shape)
+        thresholds = np.empty_like(scores)
+        for row, window_scores in enumerate(scores):
+            thresholds[row] = [max(floor, trailing.value) for floor, trailing in zip(calibrated, self.trailing)]
+            for trailing, score in zip(self.trailing, window_scores.tolist()):
+                trailing.add(score)
+        return thresholds
 
     def _verdict(self, scores, thresholds, exceeded, severity, flagged) -> EnsembleVerdict:
         return EnsembleVerdict(dict(zip(self.names, map(float, scores))), dict(zip(self.names, map(float, thresholds))),
@@ -129,14 +162,18 @@ class DetectorEnsemble:
         return {"mode": self.mode, "min_agreement": self.min_agreement, "risk": self.risk, "fraction": self.fraction,
                 "calibration_folds": self.calibration_folds, "calibration_gap": self.calibration_gap,
                 "detectors": [detector.state() for detector in self.detectors],
-                "thresholds": [threshold.state() for threshold in self.thresholds]}
+                "thresholds": [threshold.state() for threshold in self.thresholds],
+                "trailing_windows": self.trailing_windows, "trailing_quantile": self.trailing_quantile,
+                "trailing": [trailing.state() for trailing in self.trailing]}
 
     @classmethod
     def from_state(cls, state: dict) -> "DetectorEnsemble":
         """The fitted ensemble whose `state()` this is; it judges as the original would have."""
         ensemble = cls([restore_detector(detector) for detector in state["detectors"]], state["mode"],
                        state["min_agreement"], state["risk"], state["fraction"], state["calibration_folds"],
-                       state.get("calibration_gap", 0))
+                       state.get("calibration_gap", 0), state.get("trailing_windows"),
+                       state.get("trailing_quantile", 0.99))
+        ensemble.trailing = [TrailingQuantile.from_state(trailing) for trailing in state.get("trailing", [])]
         kinds = {"pot": PotThreshold, "top_fraction": TopFractionThreshold}
         ensemble.thresholds = [kinds[threshold["kind"]].from_state(threshold) for threshold in state["thresholds"]]
         share_equal_means(ensemble.detectors)

@@ -18,7 +18,7 @@ from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.decide.window import CHANNELS, evidence_lead, window_finding
 from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
 from stream_jobs.engine.detectors import paper_detectors, standard_detectors
-from stream_jobs.engine.ensemble import DetectorEnsemble
+from stream_jobs.engine.ensemble import DetectorEnsemble, EnsembleVerdict
 from stream_jobs.engine.features import FeatureLayout, feature_layout
 from stream_jobs.engine.half_precision import Float16Rows
 from stream_jobs.engine.learning_doubt import StretchApart, stretch_apart
@@ -67,6 +67,7 @@ class HostPipeline:
         self.own_footprint = OwnFootprint(channels)
         self.doubt: StretchApart | None = None  # what the last baseline learned may hold of an anomaly
         self._effect_columns: list[np.ndarray] = []
+        self._trio_streak = 0  # windows in a row the trio has flagged
 
     @property
     def baseline_ready(self) -> bool:
@@ -113,7 +114,7 @@ class HostPipeline:
     def _new_watch(self, floors: np.ndarray, secondary: np.ndarray | None = None,
                    rising_only: np.ndarray | None = None, guards: np.ndarray | None = None) -> ChannelWatch:
         """A channel watch calibrated to this pipeline's promise, stride and window."""
-        calibration = Calibration(self.settings.risk, self.settings.stride_s, self.settings.window_s)
+        calibration = Calibration(self.settings.watch_risk, self.settings.stride_s, self.settings.window_s)
         return ChannelWatch(floors, self.settings.watch, secondary, rising_only, calibration, guards)
 
     def _learned_watch(self) -> ChannelWatch:
@@ -157,6 +158,7 @@ class HostPipeline:
         z = zscore.z(batch)  # attribution's too: computed once
         verdict = self.ensemble.judge(batch, {zscore.name: zscore.score_of_z(z)})[0]
         watched = self.watch.judge(self.columns.of_window(signal, means), lambda: self.columns.confirmations(signal))
+        verdict = self._held(verdict, z[0])
         self._window_starts.append(int(window.timestamps_ns[0]))
         found = window_finding(watched, verdict, self.settings.mode == "paper", self.settings.ensemble_alerts,
                                self.settings.explain_all, lambda: self._watch_evidence(means, watched),
@@ -169,7 +171,25 @@ class HostPipeline:
             claim(found.lead) if found.lead else ("window departs from its baseline" if found.flagged else ""),
             found.evidence, {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
             found.lead.explanation if found.lead else "", refitted, means, self._context(signal, window, z[0]),
-            watched, self.columns.ranked(watched) if found.flagged else ())
+            watched, self.columns.ranked(watched, self._feature_evidence(z[0])) if found.flagged else ())
+
+    def _held(self, verdict: EnsembleVerdict, z: np.ndarray) -> EnsembleVerdict:
+        """The trio's verdict, flagged once the trio has flagged for as long as a channel's streak needs no
+        confirmation (bursts a few seconds apart lie in every window that holds them), and only while the channel
+        its evidence points at first shows the change itself. The paper's mode flags as §4.3 does."""
+        if self.settings.mode == "paper":
+            return verdict
+        self._trio_streak = self._trio_streak + 1 if verdict.flagged else 0
+        if self._trio_streak >= self.watch.timing.unconfirmed and self._lead_shows_it(z):
+            return verdict
+        return replace(verdict, flagged=False) if verdict.flagged else verdict
+
+    def _lead_shows_it(self, z: np.ndarray) -> bool:
+        """Whether the signal with the largest feature |z| shows the change in its window mean or its spread (see
+        ChannelBands.shows)."""
+        lead = int(np.argmax(self._feature_evidence(z)))
+        columns = np.array([lead, len(self.signal_names) + lead])
+        return self.watch.bands.shows(self.watch.last_observed, columns, self.watch.rising_only)
 
     def _watch_evidence(self, means: np.ndarray, watched: WatchVerdict) -> tuple[Contribution, ...]:
         """The persisted channels, furthest outside their bands first: value, baseline median and spread, z."""
@@ -266,11 +286,13 @@ class HostPipeline:
     def _new_ensemble(self) -> DetectorEnsemble:
         """The trio of this pipeline's mode, its thresholds calibrated out of sample: no baseline window is scored
         by detectors fitted on a window that shares its samples."""
-        per_window = min(0.5, self.settings.risk * self.settings.stride_s / SECONDS_PER_DAY)
+        per_window = min(0.5, self.settings.trio_risk * self.settings.stride_s / SECONDS_PER_DAY)
         trio = paper_detectors if self.settings.mode == "paper" else standard_detectors
         overlapping = math.ceil(self.settings.window_s / self.settings.stride_s - 1e-9) - 1
+        calibrated = self.settings.mode == "calibrated" and self.settings.trailing_s
+        trailing = self.settings.trailing_s / self.settings.stride_s if calibrated else None
         return DetectorEnsemble(trio(self.settings.seed), self.settings.mode, self.settings.min_agreement,
-                                per_window, calibration_gap=overlapping)
+                                per_window, calibration_gap=overlapping, trailing_windows=trailing)
 
     def _trimmed(self, baseline: np.ndarray) -> np.ndarray:
         """The baseline without its most severe `baseline_trim` share of windows: a baseline that may itself hold
@@ -296,17 +318,25 @@ class HostPipeline:
 
     def _remember(self, features: np.ndarray, flagged: bool) -> bool:
         """Keep unflagged windows for the rolling baseline; refit on them every `refit_every` windows, at the
-        host's own phase (hosts that started together refit apart). The paper's trio keeps its fit (§4.3)."""
+        host's own phase (hosts that started together refit apart). The paper's trio keeps its fit (§4.3), and so
+        does a trio whose thresholds follow its recent scores (`trailing_s`): it judges against the whole baseline."""
         if not flagged and self.windows_seen % self.settings.baseline_stride == 0:
             self._recent.append(features)  # every few windows: a longer span in less memory
         due = (self.windows_seen + self.refit_phase) % self.settings.refit_every == 0
         if due and len(self._recent) >= min(self.settings.warmup_windows, self._recent.capacity):
-            if self.settings.mode == "calibrated":
+            if self.settings.mode == "calibrated" and not self.settings.trailing_s:
                 self.ensemble.refit(self._recent.windows())
                 self._recent.recode()
             self.watch.refit()
             return True
         return False
+
+    def _feature_evidence(self, z: np.ndarray) -> np.ndarray:
+        """Each signal's largest |z| over its window features (0 for a signal the trio does not judge)."""
+        evidence = np.zeros(len(self.signal_names))
+        owners = np.flatnonzero(self.kept)[self.layout.channel_of_feature]
+        np.maximum.at(evidence, owners, np.nan_to_num(np.abs(z)))
+        return evidence
 
     def _evidence(self, features: np.ndarray, z: np.ndarray) -> tuple[Contribution, ...]:
         zscore = self.ensemble.detectors[0]

@@ -13,6 +13,8 @@ from stream_jobs.engine.ensemble import MODES
 from stream_jobs.engine.windows import windows_for
 
 MIN_WARMUP_WINDOWS = 10  # the fewest windows a baseline's detectors and bands are fitted on
+# Where the trio flags beside the channel watch, the false-finding promise is shared between them in this proportion.
+TRIO_SHARE_OF_RISK = 0.5
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,11 @@ class EngineSettings:
     baseline_trim: float = 0.0
     watch: WatchSettings = WatchSettings()
     decision: DecisionSettings = DecisionSettings()
-    ensemble_alerts: bool = False
+    ensemble_alerts: bool = True
+    # Each detector's threshold is never below the 99th percentile of its scores over about this long (flagged ones
+    # too): a host's normal may move at that speed (a fault is judged for 1 % of it before it is the norm); None
+    # keeps the calibrated thresholds alone.
+    trailing_s: float | None = 7 * 86400.0
 
     def __post_init__(self):
         if not self.warmup_s > 0:
@@ -49,6 +55,17 @@ class EngineSettings:
             raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
         if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:
             raise ValueError(f"selection_threshold is {self.selection_threshold}; expected between 0 and 1, or None")
+
+    @property
+    def watch_risk(self) -> float:
+        """The channel watch's share of the false-finding promise."""
+        return self.risk * (1.0 - TRIO_SHARE_OF_RISK if self.ensemble_alerts else 1.0)
+
+    @property
+    def trio_risk(self) -> float:
+        """Each detector's share of the promise: the trio's, whole to each, as the three flag the same windows of
+        a clean host far more often than apart (on pure noise the three together keep it)."""
+        return self.risk * (TRIO_SHARE_OF_RISK if self.ensemble_alerts else 1.0)
 
     @property
     def warmup_windows(self) -> int:

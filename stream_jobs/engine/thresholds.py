@@ -35,8 +35,9 @@ class PotThreshold:
     excesses extrapolates past the largest baseline score. The default risk, 1e-4 per window, is about one false
     window in three hours at a 1 s stride. Where the initial quantile leaves fewer than `MIN_PEAKS` peaks (a baseline
     under 500 scores), it is lowered to leave that many, a third of the baseline at most: a cruder tail, but one
-    that extrapolates. The threshold is never below the baseline's maximum, which is all that a tiny baseline
-    (under 6 scores) or one whose peaks are identical yields, nor more than `EXTRAPOLATION_LIMIT` times the
+    that extrapolates. The threshold is never below the baseline's own 1 − `risk` quantile (its maximum, for a risk
+    below one in its number of scores), which is all that a tiny baseline (under 6 scores) or one whose peaks are
+    identical yields, nor more than `EXTRAPOLATION_LIMIT` times the
     maximum's distance from the median beyond it.
 
     >>> scores = np.random.default_rng(0).exponential(size=3000)
@@ -73,7 +74,8 @@ class PotThreshold:
         else:
             extrapolated = initial + excess_quantile(shape, scale, tail_risk)
         highest, middle = float(scores.max()), float(np.median(scores))
-        self.threshold = min(max(extrapolated, highest), highest + EXTRAPOLATION_LIMIT * (highest - middle))
+        observed = float(np.quantile(scores, 1.0 - self.risk, method="higher"))  # the maximum for a risk below 1/n
+        self.threshold = min(max(extrapolated, observed), highest + EXTRAPOLATION_LIMIT * (highest - middle))
         self.tail = {"initial": initial, "peaks": int(excesses.size), "baseline_size": int(scores.size),
                      "shape": shape, "scale": scale, "method": method}
         return self.threshold

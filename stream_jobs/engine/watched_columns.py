@@ -186,11 +186,15 @@ class WatchedColumns:
         departures[self._column_owners(len(watched.departure))[order]] = watched.departure[order]
         return departures
 
-    def ranked(self, watched: WatchVerdict) -> tuple[str, ...]:
-        """Every signal, furthest from its own normal first (the largest |departure| of its columns): what a
-        flagged window implicates, in order, whichever detector flagged it."""
-        return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-np.abs(self.departures(watched)),
-                                                                             kind="stable")])
+    def ranked(self, watched: WatchVerdict, feature_z: np.ndarray | None = None) -> tuple[str, ...]:
+        """Every signal, furthest from its own normal first: the largest |z| of its watched columns or, where given,
+        of its window features (`feature_z`, one per signal): what a flagged window implicates, in order, whichever
+        detector flagged it."""
+        evidence = np.zeros(len(self.signal_names))
+        np.maximum.at(evidence, self._column_owners(len(watched.z)), np.abs(watched.z))
+        if feature_z is not None:
+            evidence = np.fmax(evidence, feature_z)
+        return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-evidence, kind="stable")])
 
     def _column_owners(self, columns: int) -> np.ndarray:
         """The signal each of the `columns` watched columns belongs to: every signal twice (mean, spread), then

@@ -193,3 +193,26 @@ def test_scores_a_caller_already_has_are_taken_as_they_are(calibrated):
     silenced = calibrated.scores(judged, {"zscore": np.zeros(len(judged))})
     assert (silenced[:, NAMES.index("zscore")] == 0).all()
     np.testing.assert_array_equal(silenced[:, 1:], calibrated.scores(judged)[:, 1:])
+
+
+def test_trailing_thresholds_hold_the_calibrated_ones_on_a_clean_run():
+    ensemble = DetectorEnsemble(mode="calibrated", min_agreement=1, trailing_windows=500).fit(windows(0))
+    calibrated = [threshold.threshold for threshold in ensemble.thresholds]
+    verdicts = ensemble.judge(windows(1, 200))
+    assert all(list(v.thresholds.values()) == calibrated for v in verdicts)
+
+
+def test_a_host_whose_level_moved_for_good_is_found_then_no_longer_flagged():
+    ensemble = DetectorEnsemble(mode="calibrated", min_agreement=1, trailing_windows=500).fit(windows(0))
+    flags = [v.flagged for v in ensemble.judge(shifted(1, 200))]
+    assert all(flags[:3]), "the move was not found"
+    assert np.mean(flags[100:]) <= 0.05, "a host whose level moved stays flagged"
+
+
+@pytest.mark.parametrize("mode", ["calibrated"])
+def test_a_restored_trailing_ensemble_judges_as_the_original_would(mode):
+    original = DetectorEnsemble(mode=mode, min_agreement=1, trailing_windows=300).fit(windows(0))
+    original.judge(shifted(1, 5))
+    restored = DetectorEnsemble.from_state(json.loads(json.dumps(original.state())))
+    later = np.vstack([shifted(2, 10), windows(3, 10)])
+    assert original.judge(later) == restored.judge(later)

@@ -179,7 +179,8 @@ def test_the_papers_mode_judges_every_channel_with_the_papers_trio_and_keeps_its
     table = ChannelTable(("cpu.a", "cpu.b", "net.c"), ("gauge",) * 3, ("cpu", "cpu", "network"))
 
     def judged(mode):
-        pipeline = HostPipeline(table, EngineSettings(warmup_s=60, mode=mode, refit_every_s=20, baseline_every_s=1))
+        pipeline = HostPipeline(table, EngineSettings(warmup_s=60, mode=mode, refit_every_s=20, baseline_every_s=1,
+                                                      trailing_s=None))
         first = None
         for step, row in enumerate(values):
             pipeline.push(T0 + step * 10**8, row)
