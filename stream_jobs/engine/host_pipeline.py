@@ -68,6 +68,7 @@ class HostPipeline:
         self.doubt: StretchApart | None = None  # what the last baseline learned may hold of an anomaly
         self._effect_columns: list[np.ndarray] = []
         self._trio_streak = 0  # windows in a row the trio has flagged
+        self._state_through_ns: int | None = None  # the window through which `state()` last changed for good
 
     @property
     def baseline_ready(self) -> bool:
@@ -80,9 +81,13 @@ class HostPipeline:
 
     def needed_since_ns(self) -> int | None:
         """The oldest frame instant this pipeline's state still depends on: the first frame of a baseline being learned,
-        else of the first window of the channels' current run of departures, else of the next window. A worker that
-        restarts from there rebuilds the same state."""
+        else of the first window of the channels' current run of departures, else of the next window (or, where the
+        trio's thresholds follow its scores, of the first window after the last saved state: every score since
+        counts). A worker that restarts from there rebuilds the same state."""
         window_start = self.assembler.needed_since_ns()
+        if self.baseline_ready and self.ensemble.trailing and self._state_through_ns is not None:
+            window_start = self._first_frame_after(self._state_through_ns) if window_start is None else \
+                min(window_start, self._first_frame_after(self._state_through_ns))
         if self.baseline_ready:
             run = self.watch.longest_run
             if run == 0 or not self._window_starts:
@@ -92,6 +97,12 @@ class HostPipeline:
         if self.learning_since_ns is None:
             return window_start
         return self.learning_since_ns if window_start is None else min(self.learning_since_ns, window_start)
+
+    def _first_frame_after(self, window_end_ns: int) -> int:
+        """The first frame the window after the one that ends at `window_end_ns` needs: the frame before its start
+        too, which its first step is measured from."""
+        settings = self.settings
+        return window_end_ns + round((settings.stride_s - settings.window_s - settings.interval_s) * 1e9)
 
     def _judged_before_restore(self, window: Window) -> bool:
         """A window that ended before the restored baseline was saved was judged and stored then."""
@@ -143,7 +154,10 @@ class HostPipeline:
 
     def _judge(self, window: Window) -> WindowVerdict:
         accounted, worked = self.own_footprint.account(window)
-        return replace(self._judged(accounted), own_activity=worked)
+        verdict = replace(self._judged(accounted), own_activity=worked)
+        if verdict.baseline_changed:
+            self._state_through_ns = verdict.end_ns  # what `state()` now holds, saved with this window
+        return verdict
 
     def _judged(self, window: Window) -> WindowVerdict:
         """The window's verdict; while no baseline is ready, the window is learned as part of it."""
@@ -369,7 +383,7 @@ class HostPipeline:
         self.watch = self._learned_watch()
         self.watch.restore(ChannelBands.from_json(state["model"]))
         self.windows_seen = state["windows_seen"]
-        self.restored_through_ns = state.get("through_ns")
+        self.restored_through_ns = self._state_through_ns = state.get("through_ns")
         return True
 
 
