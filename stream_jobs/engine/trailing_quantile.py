@@ -38,6 +38,7 @@ class TrailingQuantile:
         self.counts = np.zeros((blocks + 1, bins), dtype=np.int32)  # the filling block, then the full ones
         self.total = np.zeros(bins, dtype=np.int64)
         self._newest, self._in_newest = 0, 0
+        self._count, self._index, self._through_index = 0, 0, 0  # counted; the quantile's bin; counted up to it
         self.value = self.anchor
 
     def _bin(self, score: float) -> int:
@@ -54,16 +55,25 @@ class TrailingQuantile:
         if math.isnan(score):
             return self.value
         if self._in_newest == self.block_size:
-            self._newest = (self._newest + 1) % len(self.counts)
-            self.total -= self.counts[self._newest]
-            self.counts[self._newest] = 0
-            self._in_newest = 0
+            self._drop_oldest()
         where = self._bin(score)
         self.counts[self._newest, where] += 1
         self.total[where] += 1
         self._in_newest += 1
-        self.value = self._read()
+        self._count += 1
+        self._through_index += where <= self._index
+        self.value = self._settle()
         return self.value
+
+    def _drop_oldest(self) -> None:
+        """Start a new block in place of the oldest."""
+        self._newest = (self._newest + 1) % len(self.counts)
+        dropped = self.counts[self._newest]
+        self.total -= dropped
+        self._count -= int(dropped.sum())
+        self._through_index -= int(dropped[:self._index + 1].sum())
+        self.counts[self._newest] = 0
+        self._in_newest = 0
 
     def extend(self, scores: np.ndarray) -> float:
         """Count scores in order (a baseline's, as if they came just before what is judged)."""
@@ -71,10 +81,21 @@ class TrailingQuantile:
             self.add(score)
         return self.value
 
-    def _read(self) -> float:
-        """The lower edge of the bin in which the count passes `quantile` of all counted."""
-        cumulative = np.cumsum(self.total)
-        index = int(np.searchsorted(cumulative, self.quantile * cumulative[-1], side="right"))
+    def _settle(self) -> float:
+        """Move the quantile's bin to the first whose running count passes `quantile` of all counted (a step or
+        two after one score), and read its lower edge."""
+        if self._count == 0:
+            return self.anchor
+        wanted, total = self.quantile * self._count, self.total
+        while self._index > 0 and self._through_index - total[self._index] > wanted:
+            self._through_index -= int(total[self._index])
+            self._index -= 1
+        while self._through_index <= wanted:
+            self._index += 1
+            self._through_index += int(total[self._index])
+        return self._edge(self._index)
+
+    def _edge(self, index: int) -> float:
         if index >= self.counts.shape[1] - 1:
             return math.inf
         return self.anchor if index == 0 else self._lower_edge(index)
@@ -94,5 +115,7 @@ class TrailingQuantile:
         trailing.counts[:, used] = np.asarray(state["counts"], dtype=np.int32).reshape(len(trailing.counts), -1)
         trailing.total = trailing.counts.sum(axis=0, dtype=np.int64)
         trailing._newest, trailing._in_newest = int(state["newest"]), int(state["in_newest"])
-        trailing.value = trailing._read() if trailing.total.any() else trailing.anchor
+        trailing._count = int(trailing.total.sum())
+        trailing._through_index = int(trailing.total[0])
+        trailing.value = trailing._settle()
         return trailing

@@ -72,3 +72,13 @@ def test_misconfiguration_is_refused(bad):
     settings = {"span": 10, "quantile": 0.99, "anchor": 0.0, "scale": 1.0, "resolution": 0.01, "blocks": 4, **bad}
     with pytest.raises(ValueError):
         TrailingQuantile(**settings)
+
+
+def test_the_quantile_followed_score_by_score_is_the_one_read_from_all_counts():
+    quantile = trailing(span=300, blocks=3)
+    rng = np.random.default_rng(5)
+    for score in np.concatenate([rng.exponential(size=400), 4 + rng.exponential(size=300), rng.normal(size=300)]):
+        followed = quantile.add(float(score))
+        cumulative = np.cumsum(quantile.total)
+        index = int(np.searchsorted(cumulative, 0.99 * cumulative[-1], side="right"))
+        assert followed == quantile._edge(index)
