@@ -2,7 +2,9 @@
 channel it is named after.
 
 In the calibrated mode a window is flagged when one of its channels has persisted outside its band (the channel
-watch); the paper's trio flags it too with `ensemble_alerts`. In the paper's mode only the trio flags (§4.3: two of
+watch) or when the trio flags it (`ensemble_alerts`: each detector over the larger of its calibrated threshold and
+its recent scores' 99th percentile, held as a channel's streak is and shown by the channel it points at; see
+HostPipeline._held); the promise is shared between the two. In the paper's mode only the trio flags (§4.3: two of
 three detectors over their baseline's thresholds). The evidence is the persisted channels, furthest first, else the
 trio's strongest features, and the window is named after its lead (see naming.lead). A window the trio flagged has no
 persisted channel: its evidence channels are its findings, so that its flags open incidents as the watch's do.
