@@ -162,13 +162,24 @@ def test_stage_resumed_from_what_it_still_needed_stores_what_an_uninterrupted_on
 
 
 def test_a_stage_whose_channels_are_departing_needs_the_first_window_of_their_run_again_with_its_opening_frame():
-    stage = HostStage(SETTINGS)
+    fixed = EngineSettings(warmup_s=30, trailing_s=None)  # thresholds that do not follow every score
+    stage = HostStage(fixed)
     stage.on_catalog(CATALOG)
     verdicts = [v for frame in FRAMES[:700] for v in stage.on_frame(frame).verdicts]
     runs = [v.watch.streak.max() if v.watch is not None else 0 for v in verdicts]
-    assert runs[-1] >= WatchTiming.of(SETTINGS.watch, SETTINGS.stride_s).persist, "the step change has been departing for a while"
+    assert runs[-1] >= WatchTiming.of(fixed.watch, fixed.stride_s).persist, "the step change has been departing for a while"
     first_of_run = verdicts[len(verdicts) - runs[-1]]
     opening = max(f.timestamp_ns for f in FRAMES if f.timestamp_ns < first_of_run.start_ns)
+    assert stage.needed_since_ns("resume-host") == opening
+
+
+def test_a_stage_whose_thresholds_follow_every_score_needs_the_frames_since_its_last_saved_baseline():
+    stage = HostStage(SETTINGS)
+    stage.on_catalog(CATALOG)
+    outputs = [stage.on_frame(frame) for frame in FRAMES[:700]]
+    saved = [json.loads(row[4])["through_ns"] for output in outputs for row in output.baseline_rows][-1]
+    first_after = min(v.start_ns for output in outputs for v in output.verdicts if v.end_ns > saved)
+    opening = max(f.timestamp_ns for f in FRAMES if f.timestamp_ns < first_after)
     assert stage.needed_since_ns("resume-host") == opening
 
 
