@@ -86,8 +86,8 @@ class HostPipeline:
         counts). A worker that restarts from there rebuilds the same state."""
         window_start = self.assembler.needed_since_ns()
         if self.baseline_ready and self.ensemble.trailing and self._state_through_ns is not None:
-            window_start = self._first_frame_after(self._state_through_ns) if window_start is None else \
-                min(window_start, self._first_frame_after(self._state_through_ns))
+            since_saved = self._first_frame_after(self._state_through_ns)
+            window_start = since_saved if window_start is None else min(window_start, since_saved)
         if self.baseline_ready:
             run = self.watch.longest_run
             if run == 0 or not self._window_starts:

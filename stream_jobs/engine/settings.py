@@ -53,6 +53,8 @@ class EngineSettings:
             raise ValueError(f"risk is {self.risk}; expected false findings per host-day above 0")
         if self.mode not in MODES:
             raise ValueError(f"mode is {self.mode!r}; expected one of {MODES}")
+        if self.trailing_s is not None and not self.trailing_s > 0:
+            raise ValueError(f"trailing_s is {self.trailing_s}; expected seconds above 0, or None")
         if self.selection_threshold is not None and not 0 < self.selection_threshold < 1:
             raise ValueError(f"selection_threshold is {self.selection_threshold}; expected between 0 and 1, or None")
 

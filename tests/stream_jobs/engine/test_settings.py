@@ -19,7 +19,8 @@ def test_the_defaults_are_valid_and_frozen():
 @pytest.mark.parametrize("changes, message", [({"warmup_s": 0.0}, "warmup_s is 0; expected seconds above 0"),
                                               ({"mode": "vote"}, "mode is 'vote'; expected one of"),
                                               ({"selection_threshold": 1.0}, "expected between 0 and 1, or None"),
-                                              ({"selection_threshold": 0.0}, "expected between 0 and 1, or None")])
+                                              ({"selection_threshold": 0.0}, "expected between 0 and 1, or None"),
+                                              ({"trailing_s": 0.0}, "trailing_s is 0.0; expected seconds above 0")])
 def test_settings_that_cannot_work_are_refused(changes, message):
     with pytest.raises(ValueError, match=message):
         EngineSettings(**changes)
