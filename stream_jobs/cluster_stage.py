@@ -97,7 +97,11 @@ class ClusterStage:
 
     def _late_host_window(self, cluster: str, summary: HostWindow) -> StageOutput:
         """A summary of a window already compared: its host's own findings, against the peers of that window."""
-        departing = self._departing[cluster].setdefault(summary.window_id, {})
+        kept = self._departing[cluster]
+        if summary.window_id not in kept:  # kept in window order, oldest first (see _keep_departing)
+            kept[summary.window_id] = {}
+            self._departing[cluster] = kept = dict(sorted(kept.items()))
+        departing = kept[summary.window_id]
         if summary.host in departing:
             return StageOutput()  # the same window again (a restarted worker publishes it twice)
         departing[summary.host] = self._departing_of(cluster, summary)
@@ -163,8 +167,9 @@ class ClusterStage:
     def _keep_departing(self, cluster: str, window_id: int, departing: dict[str, frozenset[str]]) -> None:
         kept = self._departing[cluster]
         kept[window_id] = departing
-        for old in [w for w in kept if w <= window_id - self._departures_kept]:
-            del kept[old]
+        oldest_kept = window_id - self._departures_kept
+        while kept and next(iter(kept)) <= oldest_kept:  # kept in window order, oldest first
+            del kept[next(iter(kept))]
 
     def _host_incidents(self, cluster: str, window_id: int, summaries: list[HostWindow]) -> StageOutput:
         """Each host's own findings in the window as incidents (see Decision.host_window)."""

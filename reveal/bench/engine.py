@@ -63,10 +63,10 @@ def bench_engine(hosts: int, channels: int, repeats: int = 20, progress=print) -
     result = EngineBenchResult(hosts, len(catalog.channels), len(pipeline.layout.names), int(pipeline.kept.sum()),
                                memory_bytes_per_host=per_host)
     seconds = window.timestamps_ns.astype(np.float64) / 1e9
-    signal = pipeline._signal(window)
+    signal = pipeline.measure.signal(window)
     features = pipeline.layout.compute(seconds, signal[:, pipeline.kept])
     batch = features[None, :]
-    result.micros["signals_and_derived"] = _timed(lambda: pipeline._signal(window), repeats)
+    result.micros["signals_and_derived"] = _timed(lambda: pipeline.measure.signal(window), repeats)
     result.micros["features"] = _timed(lambda: pipeline.layout.compute(seconds, signal[:, pipeline.kept]), repeats)
     for detector in pipeline.ensemble.detectors:
         result.micros[f"detector_{detector.name}"] = _timed(lambda d=detector: d.score(batch), repeats)

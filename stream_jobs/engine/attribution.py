@@ -52,8 +52,11 @@ def ranked_contributions(weights: np.ndarray, z: np.ndarray, features: np.ndarra
     """The `limit` metric–feature pairs with the largest weight (a detector's per-feature share), most first."""
     magnitude = np.nan_to_num(np.abs(weights), nan=-1.0)
     order = np.argsort(-magnitude, kind="stable")[:limit]
-    return [Contribution(*split_feature_name(feature_names[i]), float(features[i]), float(baseline_mean[i]),
-                         float(baseline_scale[i]), float(z[i])) for i in order if magnitude[i] > 0]
+    order = order[magnitude[order] > 0]
+    return [Contribution(*split_feature_name(feature_names[i]), value, mean, scale, z_i)
+            for i, value, mean, scale, z_i in zip(order.tolist(), features[order].tolist(),
+                                                  baseline_mean[order].tolist(), baseline_scale[order].tolist(),
+                                                  z[order].tolist())]
 
 
 def claim(top: Contribution) -> str:

@@ -63,6 +63,16 @@ class ChannelBands:
     def with_limit(self, limit: float) -> ChannelBands:
         return ChannelBands(self.median, self.above, self.below, self.floor, float(limit))
 
+    def carried(self, source: np.ndarray, floor: np.ndarray) -> ChannelBands:
+        """Bands for other columns, each taken from column `source` of these (unknown where it is −1), with `floor`."""
+        known = source >= 0
+        fields = []
+        for values in (self.median, self.above, self.below):
+            taken = np.full(len(source), np.nan)
+            taken[known] = values[source[known]]
+            fields.append(taken)
+        return ChannelBands(*fields, np.asarray(floor, dtype=np.float64), self.limit)
+
     @property
     def sigma(self) -> np.ndarray:
         """One noise scale per column, for telling: the mean of the two sides'."""

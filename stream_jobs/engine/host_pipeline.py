@@ -16,12 +16,13 @@ from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
 from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchTiming, WatchVerdict
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.decide.window import CHANNELS, evidence_lead, window_finding
-from stream_jobs.engine.derived import derive, derived_specs, signals, step_seconds
+from stream_jobs.engine.derived import derived_specs
 from stream_jobs.engine.detectors import paper_detectors, standard_detectors
 from stream_jobs.engine.ensemble import DetectorEnsemble, EnsembleVerdict
 from stream_jobs.engine.features import FeatureLayout, feature_layout
 from stream_jobs.engine.half_precision import Float16Rows
 from stream_jobs.engine.learning_doubt import StretchApart, stretch_apart
+from stream_jobs.engine.measured_window import MeasuredWindow, WindowMeasure
 from stream_jobs.engine.own_footprint import OwnFootprint
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
@@ -29,8 +30,8 @@ from stream_jobs.engine.verdicts import WindowContext, WindowVerdict, window_con
 from stream_jobs.engine.watched_columns import WatchedColumns, column_means
 from stream_jobs.engine.windows import Window, WindowAssembler
 
-# A rate is taken over a step of at least this share of the sampling interval (see derived.step_seconds)
-MIN_STEP_SHARE = 0.5
+# The trio judges at most this many signal cells' worth of windows together (see HostPipeline.push_frames)
+CELLS_SCORED_TOGETHER = 1 << 20
 
 
 class HostPipeline:
@@ -64,7 +65,7 @@ class HostPipeline:
         self._retrans = _indices(self.signal_names, (TCP_RETRANSMITS,))
         self._segments = _indices(self.signal_names, (TCP_OUT_SEGMENTS,))
         self._tx_bytes = _indices(self.signal_names, (NET_TX_BYTES_PREFIX,), prefix=True)
-        self.own_footprint = OwnFootprint(channels)
+        self.measure = WindowMeasure(channels.cumulative, self.specs, OwnFootprint(channels), settings.interval_s)
         self.doubt: StretchApart | None = None  # what the last baseline learned may hold of an anomaly
         self._effect_columns: list[np.ndarray] = []
         self._trio_streak = 0  # windows in a row the trio has flagged
@@ -78,6 +79,38 @@ class HostPipeline:
         """Add one frame's values (catalog order); returns verdicts for the windows it completes."""
         windows = self.assembler.push(timestamp_ns, np.asarray(values, dtype=np.float64))
         return [self._judge(w) for w in windows if not self._judged_before_restore(w)]
+
+    def push_frames(self, timestamps_ns: np.ndarray, values: np.ndarray) -> list[WindowVerdict]:
+        """Add many frames (a recording, rows in catalog order): the verdicts `push` gives frame by frame, with the
+        trio's scores of the windows judged against one fit computed together."""
+        windows = [window for timestamp, row in zip(np.asarray(timestamps_ns).tolist(), values)
+                   for window in self.assembler.push(timestamp, np.asarray(row, dtype=np.float64))
+                   if not self._judged_before_restore(window)]
+        verdicts: list[WindowVerdict] = []
+        ahead: dict[int, MeasuredWindow] = {}
+        for index, window in enumerate(windows):
+            if index not in ahead and self.baseline_ready and not self._trio_refits:
+                measured = self.measure(window)
+                together = max(1, CELLS_SCORED_TOGETHER // max(measured.signal.size, 1))
+                rest = [measured] + [self.measure(w) for w in windows[index + 1:index + together]]
+                ahead = dict(enumerate(self._scored(rest), start=index))
+            verdicts.append(self._judge(window, ahead.pop(index, None)))
+        return verdicts
+
+    @property
+    def _trio_refits(self) -> bool:
+        """Whether the trio learns again on the rolling baseline (calibrated, without thresholds that follow its
+        scores); otherwise its fit holds until the baseline is learned anew."""
+        return self.settings.mode == "calibrated" and not self.settings.trailing_s
+
+    def _scored(self, measured: list[MeasuredWindow]) -> list[MeasuredWindow]:
+        """The windows with the trio's features, their z and its verdicts, judged in order against its current fit."""
+        features = np.vstack([self.layout.compute(m.seconds, m.signal[:, self.kept]) for m in measured])
+        zscore = self.ensemble.detectors[0]
+        z = zscore.z(features)  # attribution's too: computed once
+        verdicts = self.ensemble.judge(features, {zscore.name: zscore.score_of_z(z)})
+        return [replace(m, features=f, z=row, trio=verdict)
+                for m, f, row, verdict in zip(measured, features, z, verdicts)]
 
     def needed_since_ns(self) -> int | None:
         """The oldest frame instant this pipeline's state still depends on: the first frame of a baseline being learned,
@@ -134,49 +167,28 @@ class HostPipeline:
         return self._new_watch(columns.watch_floors(), columns.secondary_columns(), columns.spread_columns(),
                                columns.residual_guards())
 
-    @property
-    def _min_step_s(self) -> float:
-        return self.settings.interval_s * MIN_STEP_SHARE
-
-    def _frame_seconds(self, window: Window) -> np.ndarray:
-        """The window's frame times in seconds, each step at least the shortest step a rate is taken over (see
-        derived.step_seconds), so that counts recovered from rates are the counts that were read."""
-        first = window.timestamps_ns[0] / 1e9
-        return first + np.concatenate([[0.0], np.cumsum(step_seconds(window.timestamps_ns, self._min_step_s))])
-
-    def _signal(self, window: Window) -> np.ndarray:
-        """Per-step signals of every channel and derived metric: (frames − 1, channels + derived)."""
-        min_step_s = self._min_step_s
-        base = signals(window.timestamps_ns, window.values, self.channels.cumulative, min_step_s)
-        if not self.specs:
-            return base
-        return np.hstack([base, derive(self.specs, window.timestamps_ns, window.values, min_step_s)])
-
-    def _judge(self, window: Window) -> WindowVerdict:
-        accounted, worked = self.own_footprint.account(window)
-        verdict = replace(self._judged(accounted), own_activity=worked)
+    def _judge(self, window: Window, measured: MeasuredWindow | None = None) -> WindowVerdict:
+        measured = measured or self.measure(window)
+        verdict = replace(self._judged(measured), own_activity=measured.worked)
         if verdict.baseline_changed:
             self._state_through_ns = verdict.end_ns  # what `state()` now holds, saved with this window
         return verdict
 
-    def _judged(self, window: Window) -> WindowVerdict:
+    def _judged(self, measured: MeasuredWindow) -> WindowVerdict:
         """The window's verdict; while no baseline is ready, the window is learned as part of it."""
         self.windows_seen += 1
-        signal = self._signal(window)
-        seconds = self._frame_seconds(window)
-        means = column_means(signal)
+        window, signal, seconds, means = measured.window, measured.signal, measured.seconds, measured.means
         if not self.baseline_ready:
             return self._learn(window, seconds, signal, means)
-        features = self.layout.compute(seconds, signal[:, self.kept])
-        zscore, batch = self.ensemble.detectors[0], features[None, :]
-        z = zscore.z(batch)  # attribution's too: computed once
-        verdict = self.ensemble.judge(batch, {zscore.name: zscore.score_of_z(z)})[0]
+        if measured.trio is None:
+            measured = self._scored([measured])[0]
+        features, z = measured.features, measured.z
         watched = self.watch.judge(self.columns.of_window(signal, means), lambda: self.columns.confirmations(signal))
-        verdict = self._held(verdict, z[0])
+        verdict = self._held(measured.trio, z)
         self._window_starts.append(int(window.timestamps_ns[0]))
         found = window_finding(watched, verdict, self.settings.mode == "paper", self.settings.ensemble_alerts,
                                self.settings.explain_all, lambda: self._watch_evidence(means, watched),
-                               lambda: self._evidence(features, z[0]), self.subsystem_of)
+                               lambda: self._evidence(features, z), self.subsystem_of)
         watched = watched if CHANNELS in found.detectors else watched.silenced()
         refitted = self._remember(features, found.flagged)
         return WindowVerdict(
@@ -184,8 +196,8 @@ class HostPipeline:
             found.flagged, found.detectors, found.subsystem,
             claim(found.lead) if found.lead else ("window departs from its baseline" if found.flagged else ""),
             found.evidence, {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
-            found.lead.explanation if found.lead else "", refitted, means, self._context(signal, window, z[0]),
-            watched, self.columns.ranked(watched, self._feature_evidence(z[0])) if found.flagged else ())
+            found.lead.explanation if found.lead else "", refitted, means, self._context(signal, window, z),
+            watched, self.columns.ranked(watched, self._feature_evidence(z)) if found.flagged else ())
 
     def _held(self, verdict: EnsembleVerdict, z: np.ndarray) -> EnsembleVerdict:
         """The trio's verdict, flagged once the trio has flagged for as long as a channel's streak needs no
@@ -262,14 +274,8 @@ class HostPipeline:
         columns = [(self.signal_names[i % len(self.signal_names)], "mean" if i < len(self.signal_names) else "std")
                    for i in range(2 * len(self.signal_names))]
         source = np.array([old_columns.get(column, -1) for column in columns], dtype=np.int64)
-        carried = source >= 0
-        fields = []
-        for name in ("median", "above", "below"):
-            values = np.full(len(columns), np.nan)
-            values[carried] = getattr(previous.watch.bands, name)[source[carried]]
-            fields.append(values)
-        self.watch.restore(ChannelBands(*fields, self.watch.event_floor[:len(columns)], previous.watch.limit))
-        return int(carried[:len(self.signal_names)].sum())
+        self.watch.restore(previous.watch.bands.carried(source, self.watch.event_floor[:len(columns)]))
+        return int((source[:len(self.signal_names)] >= 0).sum())
 
     def _fit_baseline(self) -> None:
         """Select channels on the warm-up's signals, then fit the detectors on its windows' features."""
@@ -338,7 +344,7 @@ class HostPipeline:
             self._recent.append(features)  # every few windows: a longer span in less memory
         due = (self.windows_seen + self.refit_phase) % self.settings.refit_every == 0
         if due and len(self._recent) >= min(self.settings.warmup_windows, self._recent.capacity):
-            if self.settings.mode == "calibrated" and not self.settings.trailing_s:
+            if self._trio_refits:
                 self.ensemble.refit(self._recent.windows())
                 self._recent.recode()
             self.watch.refit()
@@ -358,7 +364,7 @@ class HostPipeline:
                                           self.settings.evidence_limit))
 
     def _context(self, signal: np.ndarray, window: Window, z: np.ndarray | None) -> WindowContext:
-        steps = step_seconds(window.timestamps_ns, self._min_step_s)
+        steps = self.measure.steps(window)
         return window_context(signal, steps, (self._retrans, self._segments, self._tx_bytes), z,
                               self._effect_columns)
 

@@ -48,8 +48,7 @@ def learned_pipeline(table: HostTable, baseline: HostTable, settings: EngineSett
                          f"at least 10 are needed")
     learned = replace(settings, warmup_s=windows * settings.stride_s, interval_s=table.interval_s, explain_all=True)
     pipeline = HostPipeline(table.channels, learned, refit_phase(table.host, settings.refit_every))
-    for timestamp, row in zip(baseline.timestamps_ns.tolist(), baseline.values):
-        pipeline.push(timestamp, row)
+    pipeline.push_frames(baseline.timestamps_ns, baseline.values)
     pipeline.restart_windows()
     return pipeline
 
@@ -63,10 +62,7 @@ def judge_host(table: HostTable, baseline: HostTable | None,
     own = replace(settings, baseline_trim=max(settings.baseline_trim, SELF_BASELINE_TRIM)) if baseline is None \
         else settings
     pipeline = learned_pipeline(table, baseline or table, own)
-    verdicts = []
-    for timestamp, row in zip(table.timestamps_ns.tolist(), table.values):
-        verdicts += pipeline.push(timestamp, row)
-    return pipeline, verdicts
+    return pipeline, pipeline.push_frames(table.timestamps_ns, table.values)
 
 
 def detect(table: RecordedTable, settings: EngineSettings, baseline: RecordedTable | None = None,

@@ -98,9 +98,11 @@ class MahalanobisPCADetector:
         return None if self.axes is None else self.axes * self.axis_scales[:, None]
 
     def score(self, windows: np.ndarray) -> np.ndarray:
-        """Mahalanobis distance of each window (the square root of the sum of its `contributions`)."""
+        """Mahalanobis distance of each window: the square root of the sum of its `contributions`, added in column
+        order, so a window scores the same alone or among many."""
         whitened = self._whiten(self._standardise(np.asarray(windows, dtype=np.float64)))
-        return np.sqrt(np.einsum("ij,ij->i", whitened, whitened))
+        squares = np.square(whitened)
+        return np.sqrt(np.add.accumulate(squares, axis=1)[:, -1] if squares.shape[1] else np.zeros(len(squares)))
 
     def contributions(self, windows: np.ndarray) -> np.ndarray:
         """Each feature's non-negative share of the squared distance: its coordinate of the whitened deviation, squared.
@@ -125,13 +127,15 @@ class MahalanobisPCADetector:
         """Symmetric whitening: each component divided by its spread, the rest by the noise spread (or left out, with
         the major components alone: 1/√r = 0), rotated back.
 
-        With P the axes, that is x/√r + ((x Pᵀ)(1/√v − 1/√r)) P: one projection and one rotation back, in float32.
+        With P the axes, that is x/√r + ((x Pᵀ)(1/√v − 1/√r)) P: one projection and one rotation back, in float32,
+        each window on its own (a stack of one-row products), so a window scores the same alone or among many.
         """
         axes = self.axes.astype(np.float32)
         residual_weight = 1.0 / np.sqrt(self.residual_variance) if self.minor_components else 0.0
-        projected = (standardised.astype(np.float32) @ axes.T) * self.axis_scales
+        projected = _rowwise(standardised.astype(np.float32), axes.T) * self.axis_scales
         rescale = 1.0 / np.sqrt(self.component_variances) - residual_weight
-        return standardised * residual_weight + ((projected * rescale) * self.axis_scales).astype(np.float32) @ axes
+        return standardised * residual_weight + _rowwise(((projected * rescale) * self.axis_scales).astype(np.float32),
+                                                         axes)
 
     def state(self) -> dict:
         """The fitted baseline as JSON values."""
@@ -230,3 +234,9 @@ def _residual_variance(variances: np.ndarray, count: int, dimensions: int) -> fl
     """Mean variance per discarded direction (probabilistic PCA's noise variance), floored."""
     discarded = dimensions - count
     return max(float(variances[count:].sum()) / discarded, VARIANCE_FLOOR) if discarded > 0 else 1.0
+
+
+def _rowwise(rows: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Each row times `matrix` as a product of its own: a batched matrix product may add in another order than one
+    row's does."""
+    return (rows[:, None, :] @ matrix)[:, 0, :]

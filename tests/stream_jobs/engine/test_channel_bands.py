@@ -47,3 +47,13 @@ def test_bands_survive_json():
 
 def test_a_ratio_without_a_positive_denominator_is_zero():
     assert finite_ratio(np.array([1.0, 1.0, np.nan]), np.array([0.0, 2.0, 1.0])).tolist() == [0.0, 0.5, 0.0]
+
+
+def test_bands_carried_to_other_columns_keep_their_model_and_know_nothing_of_new_ones():
+    bands = fitted(floor=(1.0, 0.0))
+    carried = bands.carried(np.array([1, -1, 0]), np.array([0.0, 2.0, 1.0]))
+    assert carried.median[0] == bands.median[1] and carried.median[2] == bands.median[0]
+    assert np.isnan(carried.median[1]) and np.isnan(carried.above[1]) and carried.limit == bands.limit
+    assert carried.floor.tolist() == [0.0, 2.0, 1.0]
+    assert np.allclose(carried.departure(np.array([-5.0, 3.0, 10.0])), 0.0, atol=0.05)
+    assert carried.departure(np.array([-5.0, 3.0, 16.0]))[2] > 1.0

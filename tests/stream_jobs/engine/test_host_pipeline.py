@@ -1,5 +1,6 @@
 """One host's pipeline over synthetic frames: a step is flagged and attributed to its channel, a clean run stays
-quiet, static channels take no part, a replay equals the live run, hosts refit at their own phase, and a window's
+quiet, static channels take no part, a replay equals the live run, a recording judged at once equals it frame by
+frame, hosts refit at their own phase, and a window's
 claim tells of a channel of the subsystem it is named after, memory work moving with a fork storm names CPU while
 held memory names memory, a pruned channel that only fails to follow its representative's fault is not told
 of, and the paper's mode judges every channel with the paper's trio and keeps its fit."""
@@ -52,6 +53,19 @@ def test_replay_equals_live_for_the_same_frames():
     catalog = synthetic_catalog("h")
     frames = synthetic_frames(catalog, T0, 900, seed=4, steps=(StepChange("cpu.busy.cpu1", 70.0, 10.0),))
     assert run(frames, catalog) == run(frames, catalog)
+
+
+def test_frames_pushed_at_once_are_judged_as_frame_by_frame():
+    catalog = synthetic_catalog("h")
+    frames = synthetic_frames(catalog, T0, 1200, seed=5, steps=(StepChange("cpu.busy.cpu2", 100.0, 25.0),))
+    timestamps = np.array([frame.timestamp_ns for frame in frames], dtype=np.int64)
+    values = np.array([frame.values for frame in frames], dtype=np.float64)
+    table = ChannelTable(catalog.names, catalog.kinds, tuple(c.subsystem for c in catalog.channels))
+    for settings in (EngineSettings(warmup_s=60), EngineSettings(warmup_s=60, mode="paper")):
+        one_by_one = run(frames, catalog, settings)
+        at_once = HostPipeline(table, settings).push_frames(timestamps, values)
+        assert at_once == one_by_one
+        assert sum(v.anomalous for v in at_once) >= 10 and sum(v.baseline_ready for v in at_once) >= 50
 
 
 def refit_windows(catalog, frames, phase):

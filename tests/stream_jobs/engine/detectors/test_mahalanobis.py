@@ -1,6 +1,6 @@
 """The Mahalanobis detector over principal components: the share of variance kept, fixed component signs, contributions
 as shares of the distance, constant and missing features dropped, capped extremes, the paper's distance over the major
-components alone, and its state round trip."""
+components alone, its state round trip, and a window that scores the same alone or among many."""
 
 import doctest
 import json
@@ -205,3 +205,13 @@ def test_state_round_trip_keeps_the_papers_distance():
     restored = MahalanobisPCADetector.from_state(json.loads(json.dumps(detector.state(), allow_nan=False)))
     assert not restored.minor_components and restored.cap == math.inf
     np.testing.assert_array_equal(restored.score(low_rank(1)), detector.score(low_rank(1)))
+
+
+def test_a_window_scores_the_same_alone_or_among_many():
+    rng = np.random.default_rng(11)
+    baseline = rng.normal(size=(400, 180))
+    baseline[:, :18] = 1.0  # constant features are dropped: the kept ones no longer fill whole cache lines
+    detector = MahalanobisPCADetector().fit(baseline)
+    windows = rng.normal(size=(300, 180))
+    together = detector.score(windows)
+    assert all(together[i] == detector.score(windows[i:i + 1].copy())[0] for i in range(len(windows)))
