@@ -6,7 +6,7 @@ import math
 import shutil
 
 from reveal.bench.agent import GOALS, WARMUP_S, bench_agent
-from reveal.cli.options import (bootstrap_servers, existing_folder, output_file, positive_count,
+from reveal.cli.options import (bootstrap_servers, existing_folder, output_file, positive_count, positive_float,
                                 positive_seconds, publish_every_seconds, writable_folder)
 
 
@@ -19,6 +19,7 @@ def register(commands) -> None:
     _register_pipeline(benches)
     _register_host_faults(benches)
     _register_field_ceiling(benches)
+    _register_detect(benches)
 
 
 def _register_agent(benches) -> None:
@@ -194,6 +195,40 @@ def handle_field_ceiling(args) -> int:
         print(json.dumps({"at_baseline_quantile": 0.99, **row}), flush=True)
     print(json.dumps({"at_baseline_quantile": 0.99, "events": sum(r["events"] for r in reach),
                       "events_never_above": sum(r["events_never_above"] for r in reach)}), flush=True)
+    return 0
+
+
+def _register_detect(benches) -> None:
+    detect = benches.add_parser(
+        "detect", help="windows per second `reveal detect` judges on a table of noise, timed as a user would",
+        description="Write a seeded table of --channels Gaussian columns every second (--baseline-hours to learn "
+                    "from, --hours to judge) as CSV in a temporary folder, run `reveal detect` on it with its "
+                    "defaults (3 s windows every 1 s) and print the windows it judged, its wall-clock seconds from "
+                    "start to exit (reading, learning, judging and writing) and windows per second.")
+    detect.add_argument("--channels", type=positive_count, default=20, metavar="C",
+                        help="columns of the table (default: 20)")
+    detect.add_argument("--hours", type=positive_float, default=10.0, metavar="H",
+                        help="hours of rows to judge, one a second (default: 10)")
+    detect.add_argument("--baseline-hours", type=positive_float, default=2.0, metavar="H",
+                        help="hours of rows to learn from (default: 2)")
+    detect.set_defaults(handler=handle_detect)
+
+
+def handle_detect(args) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from reveal.bench.detect_speed import GOAL_WINDOWS_PER_S, bench_detect
+
+    with tempfile.TemporaryDirectory(prefix="reveal-bench-detect-") as folder:
+        print(f"judging {args.hours:g} h of {args.channels} columns at 1 s against {args.baseline_hours:g} h …",
+              flush=True)
+        speed = bench_detect(args.channels, args.hours, args.baseline_hours, Path(folder))
+    print(f"{'windows':36s} {speed.windows:10d}")
+    print(f"{'seconds':36s} {speed.seconds:10.1f}")
+    rate = speed.windows_per_second
+    print(f"{'windows_per_second':36s} {rate:10.0f}  goal ≥ {GOAL_WINDOWS_PER_S:g}  "
+          f"{'ok' if rate >= GOAL_WINDOWS_PER_S else 'MISSED'}")
     return 0
 
 

@@ -187,11 +187,13 @@ class WatchedColumns:
         return departures
 
     def ranked(self, watched: WatchVerdict, feature_z: np.ndarray | None = None) -> tuple[str, ...]:
-        """Every signal, furthest from its own normal first: the largest |z| of its watched columns or, where given,
-        of its window features (`feature_z`, one per signal): what a flagged window implicates, in order, whichever
-        detector flagged it."""
+        """Every signal, furthest from its own normal first: what a flagged window implicates, in order, whichever
+        detector flagged it. A signal's evidence is the root of the sum of its watched columns' squared z (its level,
+        its spread, and its residuals from its representative: views of it, each in its own noise, that add) or,
+        where larger, the largest |z| of its window features (`feature_z`, one per signal)."""
         evidence = np.zeros(len(self.signal_names))
-        np.maximum.at(evidence, self._column_owners(len(watched.z)), np.abs(watched.z))
+        np.add.at(evidence, self._column_owners(len(watched.z)), np.square(np.nan_to_num(watched.z)))
+        evidence = np.sqrt(evidence)
         if feature_z is not None:
             evidence = np.fmax(evidence, feature_z)
         return tuple(np.asarray(self.signal_names, dtype=object)[np.argsort(-evidence, kind="stable")])

@@ -6,6 +6,7 @@ then every window is judged against that. With `--baseline`, the detectors learn
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import Callable
 
@@ -73,6 +74,7 @@ def detect(table: RecordedTable, settings: EngineSettings, baseline: RecordedTab
         shown = ", ".join(counters[:5]) + (f" and {len(counters) - 5} more" if len(counters) > 5 else "")
         progress(f"{len(counters)} columns only rise, read as raw counters and judged by their rate: {shown}")
     rows, cluster = [], ClusterStage(settings)
+    hosts_in = Counter(host_table.cluster for host_table in table.hosts.values())
     for host, host_table in table.hosts.items():
         base = baseline.hosts.get(host) if baseline else None
         if baseline is not None and base is None:
@@ -86,9 +88,10 @@ def detect(table: RecordedTable, settings: EngineSettings, baseline: RecordedTab
                      + ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else ""))
         catalog = _catalog_for(host_table)
         pipeline, verdicts = judge_host(host_table, base, settings)
-        for verdict in verdicts:
-            rows.append(output_row(host, verdict))
-            cluster.on_host_window(host_window(catalog, pipeline, verdict))
+        rows += [output_row(host, verdict) for verdict in verdicts]
+        if hosts_in[host_table.cluster] > 1:  # a host alone in its cluster has no peers to be compared with
+            for verdict in verdicts:
+                cluster.on_host_window(host_window(catalog, pipeline, verdict))
     _mark_peer_findings(rows, cluster.flush().anomalies)
     return sorted(rows, key=lambda r: (r["window_start"], r["host"]))
 

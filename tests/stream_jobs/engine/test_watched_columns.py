@@ -1,11 +1,12 @@
 """The columns a host's channel watch judges, and their floors: a few mebibytes, a socket or a handful of events is
 no event where a real allocation, twenty sockets or a burst is; counters of time have a core floor; a ratio of
-counters is judged by its mean; one second's burst moves no column; columns' means skip what was not read."""
+counters is judged by its mean; one second's burst moves no column; columns' means skip what was not read; a signal
+ranks by all its columns together."""
 
 import numpy as np
 
 from stream_jobs.engine.channels import ChannelTable
-from stream_jobs.engine.channel_watch import WatchSettings
+from stream_jobs.engine.channel_watch import WatchSettings, WatchVerdict
 from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline
 from stream_jobs.engine.watched_columns import column_means, moves_every_step
 
@@ -204,3 +205,12 @@ def test_two_one_second_bursts_a_few_seconds_apart_are_not_an_event_but_a_step_t
     step = [v for v in _judge_steps(("cpu.context_switches", "net.tx_packets"), ("counter", "counter"),
                                     switches(lambda t: 200 if t >= 210 else 0)) if v.anomalous]
     assert step and (step[0].end_ns - T0) / 1e9 - 210 <= 5.0
+
+
+def test_a_signal_whose_level_and_spread_both_move_outranks_one_whose_level_alone_moves_a_little_more():
+    table = ChannelTable(("a", "b", "c"), ("gauge",) * 3, ("cpu", "memory", "disk"))
+    columns = HostPipeline(table, EngineSettings(warmup_s=60)).columns
+    z = np.array([5.0, 4.0, 0.0, 0.0, 4.0, 0.0])  # means of a, b, c, then their spreads
+    watched = WatchVerdict(z, z, np.zeros(6), np.zeros(6, dtype=bool))
+    assert columns.ranked(watched)[:2] == ("b", "a")  # √(4² + 4²) ≈ 5.7 against 5
+    assert columns.ranked(watched, np.array([0.0, 0.0, 6.0]))[0] == "c"  # a window feature further out leads
