@@ -86,21 +86,17 @@ class HostPipeline:
         windows = [window for timestamp, row in zip(np.asarray(timestamps_ns).tolist(), values)
                    for window in self.assembler.push(timestamp, np.asarray(row, dtype=np.float64))
                    if not self._judged_before_restore(window)]
-        verdicts: list[WindowVerdict] = []
-        ahead: dict[int, MeasuredWindow] = {}
+        verdicts, ahead = [], {}
         for index, window in enumerate(windows):
             if index not in ahead and self.baseline_ready and not self._trio_refits:
-                measured = self.measure(window)
-                together = max(1, CELLS_SCORED_TOGETHER // max(measured.signal.size, 1))
-                rest = [measured] + [self.measure(w) for w in windows[index + 1:index + together]]
-                ahead = dict(enumerate(self._scored(rest), start=index))
+                together = max(1, CELLS_SCORED_TOGETHER // max(self.measure(window).signal.size, 1))
+                ahead = dict(enumerate(self._scored(list(map(self.measure, windows[index:index + together]))), index))
             verdicts.append(self._judge(window, ahead.pop(index, None)))
         return verdicts
 
     @property
     def _trio_refits(self) -> bool:
-        """Whether the trio learns again on the rolling baseline (calibrated, without thresholds that follow its
-        scores); otherwise its fit holds until the baseline is learned anew."""
+        """Whether the trio learns again on the rolling baseline (calibrated, thresholds not following its scores)."""
         return self.settings.mode == "calibrated" and not self.settings.trailing_s
 
     def _scored(self, measured: list[MeasuredWindow]) -> list[MeasuredWindow]:
@@ -148,8 +144,7 @@ class HostPipeline:
     def restart_baseline(self) -> None:
         """Forget the baseline (a regime change): the next windows are learned as a new one."""
         self.ensemble, self.layout, self.kept, self.selection = None, None, None, None
-        self._warmup_features, self._warmup_signals, self._warmup_means = [], [], []
-        self._warmup_signal_rows = []
+        self._warmup_features, self._warmup_signals, self._warmup_means, self._warmup_signal_rows = [], [], [], []
         self.learning_since_ns = None
         self._recent.clear()
         self.columns.forget()
@@ -197,7 +192,7 @@ class HostPipeline:
             claim(found.lead) if found.lead else ("window departs from its baseline" if found.flagged else ""),
             found.evidence, {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
             found.lead.explanation if found.lead else "", refitted, means, self._context(signal, window, z),
-            watched, self.columns.ranked(watched, self._feature_evidence(z)) if found.flagged else ())
+            watched, self.columns.ranked(watched, self._feature_evidence(z, features)) if found.flagged else ())
 
     def _held(self, verdict: EnsembleVerdict, z: np.ndarray) -> EnsembleVerdict:
         """The trio's verdict, flagged once the trio has flagged for as long as a channel's streak needs no
@@ -351,11 +346,15 @@ class HostPipeline:
             return True
         return False
 
-    def _feature_evidence(self, z: np.ndarray) -> np.ndarray:
-        """Each signal's largest |z| over its window features (0 for a signal the trio does not judge)."""
+    def _feature_evidence(self, z: np.ndarray, features: np.ndarray | None = None) -> np.ndarray:
+        """Each signal's largest |z| over its window features (0 for a signal the trio does not judge) and, given the
+        features, over their coordinates of the Mahalanobis detector's whitened deviation, where a broken correlation
+        shows on the features that broke it."""
         evidence = np.zeros(len(self.signal_names))
         owners = np.flatnonzero(self.kept)[self.layout.channel_of_feature]
         np.maximum.at(evidence, owners, np.nan_to_num(np.abs(z)))
+        for detector in (d for d in self.ensemble.detectors if d.name == "mahalanobis" and features is not None):
+            np.maximum.at(evidence, owners, np.nan_to_num(np.sqrt(detector.contributions(features[None, :])[0])))
         return evidence
 
     def _evidence(self, features: np.ndarray, z: np.ndarray) -> tuple[Contribution, ...]:

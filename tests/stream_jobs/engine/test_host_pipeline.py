@@ -1,9 +1,9 @@
 """One host's pipeline over synthetic frames: a step is flagged and attributed to its channel, a clean run stays
 quiet, static channels take no part, a replay equals the live run, a recording judged at once equals it frame by
-frame, hosts refit at their own phase, and a window's
-claim tells of a channel of the subsystem it is named after, memory work moving with a fork storm names CPU while
-held memory names memory, a pruned channel that only fails to follow its representative's fault is not told
-of, and the paper's mode judges every channel with the paper's trio and keeps its fit."""
+frame, hosts refit at their own phase, a window's claim tells of a channel of the subsystem it is named after, memory
+work moving with a fork storm names CPU while held memory names memory, a pruned channel that only fails to follow
+its representative's fault is not told of, the paper's mode judges every channel with the paper's trio and keeps its fit, and a broken correlation counts as
+evidence of the channels that broke it."""
 
 import numpy as np
 
@@ -11,6 +11,7 @@ from producers.synthetic import StepChange, synthetic_catalog, synthetic_frames
 from stream_jobs.engine.channels import ChannelTable
 from stream_jobs.engine.host_pipeline import EngineSettings, HostPipeline
 from stream_jobs.engine.settings import refit_phase
+from stream_jobs.engine.windows import Window
 
 T0 = 1_700_000_000_000_000_000
 
@@ -206,3 +207,21 @@ def test_the_papers_mode_judges_every_channel_with_the_papers_trio_and_keeps_its
     assert calibrated.kept[:2].sum() == 1 and calibrated.kept[2] and not calibrated_kept_fit
     assert paper.kept.all() and paper.selection is None and paper_kept_fit
     assert not paper.ensemble.detectors[1].minor_components
+
+
+def test_a_broken_correlation_counts_as_evidence_of_the_channels_that_broke_it():
+    table = ChannelTable(("cpu.busy.cpu0", "cpu.busy.cpu1", "mem.used"), ("gauge",) * 3, ("cpu", "cpu", "memory"))
+    pipeline = HostPipeline(table, EngineSettings(warmup_s=120, selection_threshold=None))
+    rng = np.random.default_rng(3)
+    timestamps, rows = [], []
+    for s in np.arange(0.0, 200.0, 0.1):
+        common = 50 + 20 * np.sin(2 * np.pi * s / 37.0)
+        other = 100 - common if s >= 150 else common  # the second core stops following the first, within its range
+        timestamps.append(T0 + int(round(s * 1e9)))
+        rows.append([common + rng.normal(0, 0.5), other + rng.normal(0, 0.5), 4e9 + rng.normal(0, 1e6)])
+        pipeline.push(timestamps[-1], np.asarray(rows[-1]))
+    last = Window(0, timestamps[-31], timestamps[-1], np.array(timestamps[-31:]), np.array(rows[-31:]))
+    scored = pipeline._scored([pipeline.measure(last)])[0]
+    alone, with_correlations = pipeline._feature_evidence(scored.z), pipeline._feature_evidence(scored.z, scored.features)
+    assert np.all(with_correlations >= alone)
+    assert with_correlations[:2].min() > 3 * max(alone[:2].max(), 1.0) and with_correlations[2] < 5
