@@ -2,8 +2,8 @@
 quiet, static channels take no part, a replay equals the live run, a recording judged at once equals it frame by
 frame, hosts refit at their own phase, a window's claim tells of a channel of the subsystem it is named after, memory
 work moving with a fork storm names CPU while held memory names memory, a pruned channel that only fails to follow
-its representative's fault is not told of, the paper's mode judges every channel with the paper's trio and keeps its fit, and a broken correlation counts as
-evidence of the channels that broke it."""
+its representative's fault is not told of, the paper's mode judges every channel with the paper's trio and keeps
+its fit, and a broken correlation counts as evidence of the channels that broke it."""
 
 import numpy as np
 
