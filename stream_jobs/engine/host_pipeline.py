@@ -27,10 +27,10 @@ from stream_jobs.engine.own_footprint import OwnFootprint
 from stream_jobs.engine.selection import Selection, select_channels
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.engine.verdicts import WindowContext, WindowVerdict, window_context
-from stream_jobs.engine.watched_columns import WatchedColumns, column_means
+from stream_jobs.engine.watched_columns import WatchedColumns
 from stream_jobs.engine.windows import Window, WindowAssembler
 
-# The trio judges at most this many signal cells' worth of windows together (see HostPipeline.push_frames)
+# The trio judges at most this many frame cells' worth of windows together (see HostPipeline.push_frames)
 CELLS_SCORED_TOGETHER = 1 << 20
 
 
@@ -89,7 +89,7 @@ class HostPipeline:
         verdicts, ahead = [], {}
         for index, window in enumerate(windows):
             if index not in ahead and self.baseline_ready and not self._trio_refits:
-                together = max(1, CELLS_SCORED_TOGETHER // max(self.measure(window).signal.size, 1))
+                together = max(1, CELLS_SCORED_TOGETHER // max(window.values.size, 1))
                 ahead = dict(enumerate(self._scored(list(map(self.measure, windows[index:index + together]))), index))
             verdicts.append(self._judge(window, ahead.pop(index, None)))
         return verdicts
@@ -172,9 +172,9 @@ class HostPipeline:
     def _judged(self, measured: MeasuredWindow) -> WindowVerdict:
         """The window's verdict; while no baseline is ready, the window is learned as part of it."""
         self.windows_seen += 1
-        window, signal, seconds, means = measured.window, measured.signal, measured.seconds, measured.means
+        window, signal, means = measured.window, measured.signal, measured.means
         if not self.baseline_ready:
-            return self._learn(window, seconds, signal, means)
+            return self._learn(measured)
         if measured.trio is None:
             measured = self._scored([measured])[0]
         features, z = measured.features, measured.z
@@ -191,7 +191,7 @@ class HostPipeline:
             found.flagged, found.detectors, found.subsystem,
             claim(found.lead) if found.lead else ("window departs from its baseline" if found.flagged else ""),
             found.evidence, {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
-            found.lead.explanation if found.lead else "", refitted, means, self._context(signal, window, z),
+            found.lead.explanation if found.lead else "", refitted, means, self._context(measured, z),
             watched, self.columns.ranked(watched, self._feature_evidence(z, features)) if found.flagged else ())
 
     def _held(self, verdict: EnsembleVerdict, z: np.ndarray) -> EnsembleVerdict:
@@ -222,8 +222,9 @@ class HostPipeline:
                                   float(bands.sigma[i]), float(watched.z[i]), columns.reference(i))
                      for i in order if magnitude[i] >= 0)
 
-    def _learn(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> WindowVerdict:
-        self._keep_for_baseline(window, seconds, signal, means)
+    def _learn(self, measured: MeasuredWindow) -> WindowVerdict:
+        window, signal, means = measured.window, measured.signal, measured.means
+        self._keep_for_baseline(window, measured.seconds, signal, means)
         watched = self._watch_while_learning(window, signal, means)
         fitted = len(self._warmup_features) >= self.settings.warmup_windows
         if fitted:
@@ -237,10 +238,10 @@ class HostPipeline:
             return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), False,
                                  watched.severity, 1.0, True, (CHANNELS,), self.subsystem_of[top.channel],
                                  claim(top), evidence, {"channels": watched.severity}, {"channels": 1.0},
-                                 top.explanation, fitted, means, self._context(signal, window, None), watched)
+                                 top.explanation, fitted, means, self._context(measured, None), watched)
         return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), False,
                              0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means,
-                             context=self._context(signal, window, None), watch=watched)
+                             context=self._context(measured, None), watch=watched)
 
     def _keep_for_baseline(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> None:
         if not self._warmup_features:
@@ -353,7 +354,8 @@ class HostPipeline:
         evidence = np.zeros(len(self.signal_names))
         owners = np.flatnonzero(self.kept)[self.layout.channel_of_feature]
         np.maximum.at(evidence, owners, np.nan_to_num(np.abs(z)))
-        for detector in (d for d in self.ensemble.detectors if d.name == "mahalanobis" and features is not None):
+        mahalanobis = [d for d in self.ensemble.detectors if d.name == "mahalanobis"] if features is not None else []
+        for detector in mahalanobis:
             np.maximum.at(evidence, owners, np.nan_to_num(np.sqrt(detector.contributions(features[None, :])[0])))
         return evidence
 
@@ -362,9 +364,8 @@ class HostPipeline:
         return tuple(ranked_contributions(z, z, features, zscore.mean, zscore.scale, self.layout.names,
                                           self.settings.evidence_limit))
 
-    def _context(self, signal: np.ndarray, window: Window, z: np.ndarray | None) -> WindowContext:
-        steps = self.measure.steps(window)
-        return window_context(signal, steps, (self._retrans, self._segments, self._tx_bytes), z,
+    def _context(self, measured: MeasuredWindow, z: np.ndarray | None) -> WindowContext:
+        return window_context(measured.signal, measured.steps, (self._retrans, self._segments, self._tx_bytes), z,
                               self._effect_columns)
 
     def state(self) -> dict:

@@ -25,7 +25,8 @@ class MeasuredWindow:
     window: Window  # with Reveal's footprint accounted for
     worked: bool  # whether Reveal worked in it
     signal: np.ndarray  # (frames − 1, channels + derived)
-    seconds: np.ndarray  # each frame's time, steps at least the shortest a rate is taken over
+    steps: np.ndarray  # the seconds each step spans, at least the shortest a rate is taken over
+    seconds: np.ndarray  # each frame's time, counted in those steps
     means: np.ndarray  # each signal's mean over the window
     features: np.ndarray | None = None
     z: np.ndarray | None = None
@@ -33,7 +34,8 @@ class MeasuredWindow:
 
 
 class WindowMeasure:
-    """Turns one host's windows of raw frames into MeasuredWindows."""
+    """Turns one host's windows of raw frames into MeasuredWindows: frame times count in steps of at least the
+    shortest a rate is taken over (see derived.step_seconds), so that counts recovered from rates are those read."""
 
     def __init__(self, cumulative: np.ndarray, specs: tuple[DerivedSpec, ...], footprint: OwnFootprint,
                  interval_s: float):
@@ -45,7 +47,9 @@ class WindowMeasure:
     def __call__(self, window: Window) -> MeasuredWindow:
         accounted, worked = self.footprint.account(window)
         signal = self.signal(accounted)
-        return MeasuredWindow(accounted, worked, signal, self.frame_seconds(accounted), column_means(signal))
+        steps = step_seconds(accounted.timestamps_ns, self.min_step_s)
+        seconds = accounted.timestamps_ns[0] / 1e9 + np.concatenate([[0.0], np.cumsum(steps)])
+        return MeasuredWindow(accounted, worked, signal, steps, seconds, column_means(signal))
 
     def signal(self, window: Window) -> np.ndarray:
         """Per-step signals of every channel and derived metric: (frames − 1, channels + derived)."""
@@ -53,13 +57,3 @@ class WindowMeasure:
         if not self.specs:
             return base
         return np.hstack([base, derive(self.specs, window.timestamps_ns, window.values, self.min_step_s)])
-
-    def frame_seconds(self, window: Window) -> np.ndarray:
-        """The window's frame times in seconds, each step at least the shortest step a rate is taken over (see
-        derived.step_seconds), so that counts recovered from rates are the counts that were read."""
-        first = window.timestamps_ns[0] / 1e9
-        return first + np.concatenate([[0.0], np.cumsum(step_seconds(window.timestamps_ns, self.min_step_s))])
-
-    def steps(self, window: Window) -> np.ndarray:
-        """The seconds each of the window's steps spans (see derived.step_seconds)."""
-        return step_seconds(window.timestamps_ns, self.min_step_s)

@@ -29,7 +29,7 @@ def test_counters_become_rates_and_gauges_stay_levels_with_their_means():
     assert measured.signal[:, 0].tolist() == [10.0, 20.0, 20.0]
     assert measured.signal[:, 1].tolist() == [7.0, 9.0, 11.0]
     assert measured.means.tolist() == [50.0 / 3, 9.0]
-    assert measured.seconds.tolist() == [0.0, 1.0, 2.0, 4.0]
+    assert measured.seconds.tolist() == [0.0, 1.0, 2.0, 4.0] and measured.steps.tolist() == [1.0, 1.0, 2.0]
     assert not measured.worked and measured.trio is None and measured.features is None
 
 
@@ -38,8 +38,7 @@ def test_a_step_shorter_than_half_the_interval_counts_as_half_the_interval():
     timestamps = np.array([0, S, S + S // 1000], dtype=np.int64)
     measured = measure_of(channels)(Window(1, 0, 2 * S, timestamps, np.array([[0.0], [100.0], [101.0]])))
     assert measured.signal[:, 0].tolist() == [100.0, 2.0]  # one tick over half a second, not over a millisecond
-    assert measured.seconds.tolist() == [0.0, 1.0, 1.5]
-    assert measure_of(channels).steps(measured.window).tolist() == [1.0, 0.5]
+    assert measured.seconds.tolist() == [0.0, 1.0, 1.5] and measured.steps.tolist() == [1.0, 0.5]
 
 
 def test_derived_metrics_follow_the_channels_they_are_made_of():
