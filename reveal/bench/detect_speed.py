@@ -16,6 +16,10 @@ GOAL_WINDOWS_PER_S = 5000.0
 FIRST_TIMESTAMP_S = 1_700_000_000
 
 
+class DetectFailed(Exception):
+    """`reveal detect` refused the table or failed on it; the message is its own last line."""
+
+
 @dataclass(frozen=True)
 class DetectSpeed:
     """One timed run: the table's shape, the windows judged and the command's wall-clock seconds."""
@@ -52,7 +56,8 @@ def bench_detect(channels: int, judged_hours: float, baseline_hours: float, fold
     done = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
-        raise RuntimeError(f"reveal detect failed: {done.stderr.strip()[-500:]}")
+        told = done.stderr.strip().splitlines()
+        raise DetectFailed(told[-1] if told else f"reveal detect exited with status {done.returncode}")
     with output.open() as rows:
         windows = sum(1 for _ in rows) - 1
     return DetectSpeed(channels, baseline_rows, judged_rows, windows, seconds)

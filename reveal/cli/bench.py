@@ -218,12 +218,16 @@ def handle_detect(args) -> int:
     import tempfile
     from pathlib import Path
 
-    from reveal.bench.detect_speed import GOAL_WINDOWS_PER_S, bench_detect
+    from reveal.bench.detect_speed import GOAL_WINDOWS_PER_S, DetectFailed, bench_detect
+    from reveal.cli import CommandError
 
     with tempfile.TemporaryDirectory(prefix="reveal-bench-detect-") as folder:
         print(f"judging {args.hours:g} h of {args.channels} columns at 1 s against {args.baseline_hours:g} h …",
               flush=True)
-        speed = bench_detect(args.channels, args.hours, args.baseline_hours, Path(folder))
+        try:
+            speed = bench_detect(args.channels, args.hours, args.baseline_hours, Path(folder))
+        except DetectFailed as failed:
+            raise CommandError(f"the table it wrote was refused: {failed}") from None
     print(f"{'windows':36s} {speed.windows:10d}")
     print(f"{'seconds':36s} {speed.seconds:10.1f}")
     rate = speed.windows_per_second

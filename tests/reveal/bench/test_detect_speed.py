@@ -1,5 +1,6 @@
 """`reveal bench detect` times the real command on a table it writes: every second of the judged part past the first
-window is one window judged, and the figures it prints follow from the run."""
+window is one window judged, the figures it prints follow from the run, and a table the command refuses is told in
+one line."""
 
 from __future__ import annotations
 
@@ -37,3 +38,12 @@ def test_the_bench_prints_its_figures_against_the_goal():
     lines = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line.strip()}
     assert 350 <= int(lines["windows"][0]) <= 360
     assert "goal" in lines["windows_per_second"] and lines["windows_per_second"][-1] in ("ok", "MISSED")
+
+
+def test_a_baseline_too_short_to_learn_from_is_told_in_one_line():
+    done = subprocess.run([sys.executable, "-m", "reveal", "bench", "detect", "--hours", "0.01",
+                           "--baseline-hours", "0.001"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "reveal bench: the table it wrote was refused: reveal detect: input: the baseline makes 1 windows of 3 s; "
+        "at least 10 are needed"]
