@@ -4,6 +4,7 @@ it was, which subsystem it points to, and a claim in words."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -48,12 +49,21 @@ def split_feature_name(feature_name: str) -> tuple[str, str]:
 
 
 def ranked_contributions(weights: np.ndarray, z: np.ndarray, features: np.ndarray, baseline_mean: np.ndarray,
-                         baseline_scale: np.ndarray, feature_names: list[str], limit: int) -> list[Contribution]:
+                         baseline_scale: np.ndarray, feature_names: Sequence[str], limit: int) -> list[Contribution]:
     """The `limit` metric–feature pairs with the largest weight (a detector's per-feature share), most first."""
-    magnitude = np.nan_to_num(np.abs(weights), nan=-1.0)
+    return strongest_contributions(weights, z, features, baseline_mean, baseline_scale,
+                                   lambda i: split_feature_name(feature_names[i]), limit)
+
+
+def strongest_contributions(weights: np.ndarray, z: np.ndarray, features: np.ndarray, baseline_mean: np.ndarray,
+                            baseline_scale: np.ndarray, named: Callable[[int], tuple[str, str]],
+                            limit: int) -> list[Contribution]:
+    """As ranked_contributions, with each feature's (channel, feature) given by `named`."""
+    magnitude = np.abs(weights)
+    magnitude[np.isnan(magnitude)] = -1.0
     order = np.argsort(-magnitude, kind="stable")[:limit]
     order = order[magnitude[order] > 0]
-    return [Contribution(*split_feature_name(feature_names[i]), value, mean, scale, z_i)
+    return [Contribution(*named(i), value, mean, scale, z_i)
             for i, value, mean, scale, z_i in zip(order.tolist(), features[order].tolist(),
                                                   baseline_mean[order].tolist(), baseline_scale[order].tolist(),
                                                   z[order].tolist())]

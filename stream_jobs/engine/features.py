@@ -106,12 +106,16 @@ class FeatureLayout:
 
     def name(self, index: int) -> str:
         """The name of one entry of `compute`'s output (0 ≤ index < len(self))."""
+        return ":".join(self.name_parts(index))
+
+    def name_parts(self, index: int) -> tuple[str, str]:
+        """The channel and the feature of one entry of `compute`'s output (0 ≤ index < len(self))."""
         dynamic = len(self.dynamic_channels) * len(DYNAMIC_FEATURES)
         if index < dynamic:
             channel, feature = divmod(index, len(DYNAMIC_FEATURES))
-            return f"{self.channel_names[self.dynamic_channels[channel]]}:{DYNAMIC_FEATURES[feature]}"
+            return self.channel_names[self.dynamic_channels[channel]], DYNAMIC_FEATURES[feature]
         channel, feature = divmod(index - dynamic, len(EVENT_FEATURES))
-        return f"{self.channel_names[self.event_channels[channel]]}:{EVENT_FEATURES[feature]}"
+        return self.channel_names[self.event_channels[channel]], EVENT_FEATURES[feature]
 
     @cached_property
     def channel_of_feature(self) -> np.ndarray:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from schemas.channels import NET_TX_BYTES_PREFIX, TCP_OUT_SEGMENTS, TCP_RETRANSMITS
-from stream_jobs.engine.attribution import Contribution, claim, ranked_contributions
+from stream_jobs.engine.attribution import Contribution, claim, strongest_contributions
 from stream_jobs.engine.baseline_fit import baseline_misfit
 from stream_jobs.engine.calibration import SECONDS_PER_DAY, Calibration
 from stream_jobs.engine.channel_watch import ChannelBands, ChannelWatch, WatchTiming, WatchVerdict
@@ -105,8 +105,7 @@ class HostPipeline:
         zscore = self.ensemble.detectors[0]
         z = zscore.z(features)  # attribution's too: computed once
         verdicts = self.ensemble.judge(features, {zscore.name: zscore.score_of_z(z)})
-        return [replace(m, features=f, z=row, trio=verdict)
-                for m, f, row, verdict in zip(measured, features, z, verdicts)]
+        return [m.judged_by_trio(f, row, verdict) for m, f, row, verdict in zip(measured, features, z, verdicts)]
 
     def needed_since_ns(self) -> int | None:
         """The oldest frame instant this pipeline's state still depends on: the first frame of a baseline being learned,
@@ -164,8 +163,7 @@ class HostPipeline:
 
     def _judge(self, window: Window, measured: MeasuredWindow | None = None) -> WindowVerdict:
         measured = measured or self.measure(window)
-        verdict = replace(self._judged(measured), own_activity=measured.worked)
-        if verdict.baseline_changed:
+        if (verdict := self._judged(measured)).baseline_changed:
             self._state_through_ns = verdict.end_ns  # what `state()` now holds, saved with this window
         return verdict
 
@@ -192,7 +190,8 @@ class HostPipeline:
             claim(found.lead) if found.lead else ("window departs from its baseline" if found.flagged else ""),
             found.evidence, {**verdict.scores, "channels": watched.severity}, {**verdict.thresholds, "channels": 1.0},
             found.lead.explanation if found.lead else "", refitted, means, self._context(measured, z),
-            watched, self.columns.ranked(watched, self._feature_evidence(z, features)) if found.flagged else ())
+            watched, self.columns.ranked(watched, self._feature_evidence(z, features)) if found.flagged else (),
+            measured.worked)
 
     def _held(self, verdict: EnsembleVerdict, z: np.ndarray) -> EnsembleVerdict:
         """The trio's verdict, flagged once the trio has flagged for as long as a channel's streak needs no
@@ -238,10 +237,11 @@ class HostPipeline:
             return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), False,
                                  watched.severity, 1.0, True, (CHANNELS,), self.subsystem_of[top.channel],
                                  claim(top), evidence, {"channels": watched.severity}, {"channels": 1.0},
-                                 top.explanation, fitted, means, self._context(measured, None), watched)
+                                 top.explanation, fitted, means, self._context(measured, None), watched, (),
+                                 measured.worked)
         return WindowVerdict(window.window_id, window.start_ns, window.end_ns, len(window.timestamps_ns), False,
                              0.0, 1.0, False, (), "", "", (), baseline_changed=fitted, channel_means=means,
-                             context=self._context(measured, None), watch=watched)
+                             context=self._context(measured, None), watch=watched, own_activity=measured.worked)
 
     def _keep_for_baseline(self, window: Window, seconds: np.ndarray, signal: np.ndarray, means: np.ndarray) -> None:
         if not self._warmup_features:
@@ -361,8 +361,8 @@ class HostPipeline:
 
     def _evidence(self, features: np.ndarray, z: np.ndarray) -> tuple[Contribution, ...]:
         zscore = self.ensemble.detectors[0]
-        return tuple(ranked_contributions(z, z, features, zscore.mean, zscore.scale, self.layout.names,
-                                          self.settings.evidence_limit))
+        return tuple(strongest_contributions(z, z, features, zscore.mean, zscore.scale, self.layout.name_parts,
+                                             self.settings.evidence_limit))
 
     def _context(self, measured: MeasuredWindow, z: np.ndarray | None) -> WindowContext:
         return window_context(measured.signal, measured.steps, (self._retrans, self._segments, self._tx_bytes), z,

@@ -32,6 +32,11 @@ class MeasuredWindow:
     z: np.ndarray | None = None
     trio: EnsembleVerdict | None = None
 
+    def judged_by_trio(self, features: np.ndarray, z: np.ndarray, trio: EnsembleVerdict) -> MeasuredWindow:
+        """This window with the trio's features, their z and its verdict."""
+        return MeasuredWindow(self.window, self.worked, self.signal, self.steps, self.seconds, self.means, features, z,
+                              trio)
+
 
 class WindowMeasure:
     """Turns one host's windows of raw frames into MeasuredWindows: frame times count in steps of at least the

@@ -3,7 +3,8 @@ operator reads, with the kind of change in words that match its direction."""
 
 import numpy as np
 
-from stream_jobs.engine.attribution import Contribution, claim, ranked_contributions, split_feature_name
+from stream_jobs.engine.attribution import (Contribution, claim, ranked_contributions, split_feature_name,
+                                            strongest_contributions)
 
 
 def test_a_feature_name_splits_at_its_last_colon():
@@ -18,6 +19,16 @@ def test_contributions_are_ranked_by_weight_and_those_without_any_are_left_out()
     ranked = ranked_contributions(weights, z, features, means, scales, names, limit=3)
     assert ranked == [Contribution("b", "std", 20.0, 25.0, 1.0, -4.0), Contribution("a", "mean", 10.0, 9.0, 1.0, 1.0)]
     assert ranked_contributions(weights, z, features, means, scales, names, limit=1) == ranked[:1]
+
+
+def test_contributions_named_by_index_rank_as_named_by_string_and_an_infinite_weight_comes_first():
+    names = [("a", "mean"), ("b", "std"), ("c", "max"), ("d", "mean")]
+    weights, z = np.array([0.5, -3.0, np.inf, np.nan]), np.array([1.0, -4.0, 9.0, 2.0])
+    features, means, scales = np.array([10.0, 20.0, 30.0, 40.0]), np.array([9.0, 25.0, 30.0, 38.0]), np.ones(4)
+    named = strongest_contributions(weights, z, features, means, scales, names.__getitem__, limit=3)
+    assert [c.channel for c in named] == ["c", "b", "a"]
+    assert named == ranked_contributions(weights, z, features, means, scales, [":".join(n) for n in names], 3)
+    assert np.isinf(weights[2]) and np.isnan(weights[3])  # the weights given are left as they were
 
 
 def test_a_claim_tells_the_value_the_distance_and_the_kind_of_change():

@@ -236,6 +236,7 @@ def test_feature_names_are_made_when_read_and_match_the_full_list():
     assert layout.names[3:9:2] == expected[3:9:2]
     with pytest.raises(IndexError):
         layout.names[len(expected)]
+    assert [":".join(layout.name_parts(i)) for i in range(len(expected))] == expected
 
 
 def test_columns_of_channels_are_where_their_named_features_sit():
