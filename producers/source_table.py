@@ -8,6 +8,7 @@ from producers.collectors.cpufreq import CpuFreqCollector
 from producers.collectors.cpuidle import CpuIdleCollector
 from producers.collectors.infiniband import InfinibandCollector
 from producers.collectors.msr import AperfMperfCollector
+from producers.collectors.net_settings import NetSettingsCollector
 from producers.collectors.numa import NumaCollector
 from producers.collectors.rapl import RaplCollector
 from producers.collectors.thermal import ThermalCollector
@@ -29,7 +30,7 @@ SOURCE_GROUPS: dict[str, tuple[type[Collector], ...]] = {
     "cpu": (ProcStatCollector, CpuFreqCollector, AperfMperfCollector, CpuIdleCollector, PerfCollector),
     "interrupts": (InterruptsCollector, SoftIrqsCollector, SoftnetCollector),
     "memory": (MemInfoCollector, VmStatCollector, NumaCollector, PressureCollector),
-    "network": (NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector),
+    "network": (NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector, NetSettingsCollector),
     "storage": (DiskStatsCollector,),
     "power": (RaplCollector, ThermalCollector),
     "infiniband": (InfinibandCollector,),
@@ -39,9 +40,9 @@ SOURCE_GROUPS: dict[str, tuple[type[Collector], ...]] = {
 # The order of sources within a frame: fixed, so that agents of one version lay out a host's channels alike.
 FRAME_ORDER = (ProcStatCollector, InterruptsCollector, SoftIrqsCollector, PressureCollector, MemInfoCollector,
                VmStatCollector, NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector,
-               SoftnetCollector, DiskStatsCollector, CpuFreqCollector, AperfMperfCollector, CpuIdleCollector,
-               RaplCollector, ThermalCollector, NumaCollector, InfinibandCollector, PerfCollector, NvmlCollector,
-               NvmlSlowCollector, CgroupCollector)
+               NetSettingsCollector, SoftnetCollector, DiskStatsCollector, CpuFreqCollector, AperfMperfCollector,
+               CpuIdleCollector, RaplCollector, ThermalCollector, NumaCollector, InfinibandCollector, PerfCollector,
+               NvmlCollector, NvmlSlowCollector, CgroupCollector)
 
 
 def validate_groups(groups: tuple[str, ...]) -> tuple[str, ...]:

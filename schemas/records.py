@@ -107,12 +107,14 @@ class HostWindow:
     gpu_power_z: float
     departures: np.ndarray | None = None
     persisted: tuple[PersistedChannel, ...] = ()
+    kinds: tuple[str, ...] = ()  # one per name: gauge, counter, event, static or derived; () when the writer did not say
 
     def to_record(self) -> dict:
         joined = _joined_names(self.names)
         departures = b"" if self.departures is None else np.asarray(self.departures, DEPARTURE_DTYPE).tobytes()
-        return {**{f: getattr(self, f) for f in self.__dataclass_fields__},
+        return {**{f: getattr(self, f) for f in self.__dataclass_fields__ if f != "kinds"},
                 "names": [] if joined else list(self.names), "joined_names": joined or b"",
+                "joined_kinds": _joined_names(self.kinds) or b"",
                 "means": np.asarray(self.means, dtype=VALUE_DTYPE).tobytes(), "departures": departures,
                 "persisted": [asdict(p) for p in self.persisted]}
 
@@ -137,7 +139,8 @@ ANOMALY_CODEC = AvroCodec("anomaly")
 ALERT_CODEC = AvroCodec("alert")
 DEADLETTER_CODEC = AvroCodec("deadletter")
 HOST_WINDOW_CODEC = AvroCodec("host_window", older_writer_schemas=(load_schema("older/host_window-1"),
-                                                                   load_schema("older/host_window-2")))
+                                                                   load_schema("older/host_window-2"),
+                                                                   load_schema("older/host_window-3")))
 
 
 FRAME_FIELDS = ("host", "cluster", "timestamp_ns", "sequence", "catalog_version", "values")
@@ -231,19 +234,22 @@ def decode_host_window(message: bytes) -> HostWindow:
     joined = record.pop("joined_names", b"")
     try:
         names = _split_names(joined) if joined else tuple(record["names"])
+        kinds = _split_names(record.pop("joined_kinds", b"") or b"")
     except UnicodeDecodeError as error:
-        raise DecodeError(f"host window of {record['host']!r}: its names are not UTF-8 ({error})") from error
+        raise DecodeError(f"host window of {record['host']!r}: its names or kinds are not UTF-8 ({error})") from error
     means = np.frombuffer(record["means"], dtype=VALUE_DTYPE) if len(record["means"]) % 8 == 0 else None
     if means is None or len(means) != len(names):
         raise DecodeError(f"host window of {record['host']!r}: {len(record['means'])} mean bytes for "
                           f"{len(names)} names")
+    if kinds and len(kinds) != len(names):
+        raise DecodeError(f"host window of {record['host']!r}: {len(kinds)} kinds for {len(names)} names")
     departures = _departures(record, len(names))
     persisted = tuple(PersistedChannel(**p) for p in record.pop("persisted", []))
     if any(not 0 <= p.index < len(names) for p in persisted):
         raise DecodeError(f"host window of {record['host']!r}: a persisted channel's index is outside its "
                           f"{len(names)} names")
     return HostWindow(**(record | {"names": names, "means": means, "departures": departures,
-                                   "persisted": persisted}))
+                                   "persisted": persisted, "kinds": kinds}))
 
 
 def _departures(record: dict, names: int) -> np.ndarray | None:

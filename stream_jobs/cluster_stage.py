@@ -21,10 +21,11 @@ import numpy as np
 
 from schemas.channels import TCP_RETRANSMITS, TCP_SPURIOUS_RETRANSMITS
 from schemas.records import HostWindow
-from stream_jobs.engine.crosshost import HostSummary, PeerComparator
+from stream_jobs.engine.crosshost import HostSummary, PeerComparator, PeerDeviation, common_matrix
 from stream_jobs.engine.decide.decision import Decision
 from stream_jobs.engine.decide.findings import Departures, departing_channels
 from stream_jobs.engine.decide.peer_effects import PeerEffects
+from stream_jobs.engine.peer_trouble import PeerTrouble
 from stream_jobs.engine.retransmissions import FAULT_INDUCED, RetransMonitor, RetransRules, RetransWindow, classify
 from stream_jobs.engine.settings import EngineSettings
 from stream_jobs.records import (StageOutput, configuration_alert, configuration_anomaly, peer_anomaly,
@@ -42,6 +43,10 @@ class ClusterStage:
         self._departures_kept = timing.departures_kept
         self._comparator_settings = {"persist_windows": timing.peer_hold, "learn_windows": timing.peer_learn}
         self._comparators: dict[str, PeerComparator] = {}
+        decision = settings.decision
+        self._new_trouble = lambda: PeerTrouble(settings.window_s, settings.stride_s, decision.peer_trouble_span_s,
+                                                decision.peer_trouble_risk)
+        self._troubles: dict[str, PeerTrouble] = {}
         self._pending: dict[str, dict[int, dict[str, HostWindow]]] = defaultdict(lambda: defaultdict(dict))
         self._latest: dict[str, dict[str, int]] = defaultdict(dict)
         self._compared_through: dict[str, int] = {}
@@ -123,9 +128,9 @@ class ClusterStage:
         hosts = sorted(summaries)
         for host in hosts:
             self.decision.note_persisted(summaries[host])
-        compared = [HostSummary(h, window_id, summaries[h].names, summaries[h].means, summaries[h].departures is None)
-                    for h in hosts]
-        deviations = comparator.compare(window_id, compared)
+        compared = [HostSummary(h, window_id, summaries[h].names, summaries[h].means, summaries[h].departures is None,
+                                summaries[h].kinds) for h in hosts]
+        deviations = comparator.compare(window_id, compared) + self._trouble(cluster, window_id, compared, summaries)
         findings = {f.host: f for f in map(self.decision.untold_peer_finding, deviations) if f}
         self._keep_departing(cluster, window_id, {host: self._departing_of(cluster, summaries[host]) for host in hosts})
         output = self._host_incidents(cluster, window_id, [summaries[h] for h in hosts])
@@ -147,6 +152,19 @@ class ClusterStage:
         output.extend(self._retransmissions(cluster, [summaries[h] for h in hosts]))
         output.alerts = self.peer_effects.told(cluster, window_id, output.alerts, self._last_shown(output))
         return output
+
+    def _trouble(self, cluster: str, window_id: int, compared: list[HostSummary],
+                 summaries: dict[str, HostWindow]) -> list[PeerDeviation]:
+        """Hosts with more trouble than all their peers (see peer_trouble), as peer findings; none from hosts whose
+        summaries do not say their channels' kinds."""
+        first = summaries[compared[0].host] if compared else None
+        if first is None or not first.kinds:
+            return []
+        names, matrix = common_matrix(compared)
+        kind_of = dict(zip(first.names, first.kinds))
+        trouble = self._troubles.setdefault(cluster, self._new_trouble())
+        return [finding.as_deviation() for finding in trouble.compare(
+            window_id, tuple(s.host for s in compared), names, tuple(kind_of.get(n, "") for n in names), matrix)]
 
     def _last_shown(self, output: StageOutput) -> dict[str, int]:
         """Each open incident's last anomalous window, looked up only when the window opens one: a peer's incident

@@ -74,7 +74,8 @@ def host_window(catalog: Catalog, pipeline: HostPipeline, verdict: WindowVerdict
                       catalog.version, pipeline.signal_names, verdict.channel_means, verdict.anomalous and not settling,
                       finite_or_zero(verdict.score), context.retransmits, context.segments_out,
                       context.traffic_burstiness, context.irq_z, context.cpu_freq_z, context.gpu_power_z,
-                      None if watch is None else outside_band(pipeline.columns.departures(watch)), persisted)
+                      None if watch is None else outside_band(pipeline.columns.departures(watch)), persisted,
+                      pipeline.signal_kinds)
 
 
 def outside_band(departures: np.ndarray) -> np.ndarray:
@@ -132,8 +133,8 @@ def peer_anomaly(summary: HostWindow, finding: PeerDeviation) -> Anomaly:
                               float("nan"), float(z)) for channel, z in zip(finding.channels, finding.z))
     top = evidence[0]
     signature = match_signature([(e.channel, e.feature, e.z) for e in evidence], finding.as_dict())
-    claim = (f"{summary.host}'s {top.channel} is {top.value:.4g}, {abs(top.z):.1f} robust σ from the median of its "
-             f"{finding.peers} peers for {finding.persisted_windows} windows")
+    claim = finding.claim or (f"{summary.host}'s {top.channel} is {top.value:.4g}, {abs(top.z):.1f} robust σ from "
+                              f"the median of its {finding.peers} peers for {finding.persisted_windows} windows")
     return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
                    ("peer",), float(max(abs(z) for z in finding.z)), 4.0, subsystem_for(top.channel), claim, evidence,
                    "deviation from peers", signature.hint if signature else "")

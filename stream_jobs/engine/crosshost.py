@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -37,10 +38,13 @@ class HostSummary:
     names: tuple[str, ...]
     values: np.ndarray
     learning: bool = False
+    kinds: tuple[str, ...] = ()  # one per name where the host says them (gauge, counter, event, static, derived)
 
     def __post_init__(self):
         if len(self.names) != len(self.values):
             raise ValueError(f"{self.host}: {len(self.names)} names but {len(self.values)} values")
+        if self.kinds and len(self.kinds) != len(self.names):
+            raise ValueError(f"{self.host}: {len(self.names)} names but {len(self.kinds)} kinds")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class PeerDeviation:
     z: tuple[float, ...]
     persisted_windows: int
     peers: int
+    claim: str = ""  # how the finding is told, where its channels say it better than a robust z
 
     def as_dict(self) -> dict[str, float]:
         """Channel → robust z, the form signatures.match_signature takes."""
@@ -155,6 +160,7 @@ class PeerComparator:
         self._learning: dict[str, _Learning] = {}
         self._offsets: dict[str, _Offsets] = {}
         self._configuration: list[ConfigurationDifference] = []
+        self._settings_told: dict[str, dict[str, float]] = {}
 
     def take_configuration(self) -> list[ConfigurationDifference]:
         """Configuration differences found since the last call (each host's once, after its first `learn_windows`)."""
@@ -181,6 +187,7 @@ class PeerComparator:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             level = column_nanmedians(np.where(np.isfinite(matrix), matrix, np.nan))
+        self._report_settings(window_id, summaries, names, matrix, _static_columns(summaries[0], names))
         findings = []
         for row, host in enumerate(hosts):
             z = self._deviation(summaries[row], names, matrix[row], level, len(hosts) - 1)
@@ -205,7 +212,7 @@ class PeerComparator:
             learning.add(residual, values)
             if learning.seen == self.learn_windows:
                 self._report_configuration(host, summary.window_id, _Offsets.learn(names, learning.residuals()),
-                                           learning.held_still(), level, peers)
+                                           learning.held_still(), level, peers, _static_columns(summary, names))
             if summary.learning or learning.seen < self.learn_windows:
                 return None
             self._offsets[host] = _Offsets.learn(names, learning.residuals())
@@ -217,14 +224,33 @@ class PeerComparator:
             z = (residual - offsets.offset) / scale
         return np.where(offsets.own, 0.0, np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0))
 
+    def _report_settings(self, window_id: int, summaries: list[HostSummary], names: tuple[str, ...],
+                         matrix: np.ndarray, settings: np.ndarray) -> None:
+        """Settings (static channels) a host holds unlike its peers, at least half of whom share one value: any
+        difference counts, from the first window compared, each host's once per value."""
+        columns = np.flatnonzero(settings)
+        for row, summary in enumerate(summaries):
+            peers = np.delete(matrix[:, columns], row, axis=0)
+            shared = np.median(peers, axis=0)
+            agreeing = (peers == shared).sum(axis=0) * 2 >= len(peers)
+            mine = matrix[row, columns]
+            differs = agreeing & np.isfinite(mine) & np.isfinite(shared) & (mine != shared)
+            told = self._settings_told.setdefault(summary.host, {})
+            new = [k for k in np.flatnonzero(differs) if told.get(names[columns[k]]) != mine[k]]
+            if new:
+                told.update({names[columns[k]]: mine[k] for k in new})
+                self._configuration.append(ConfigurationDifference(
+                    summary.host, window_id, tuple(names[columns[k]] for k in new), tuple(float(mine[k]) for k in new),
+                    tuple(float(shared[k]) for k in new), len(summaries) - 1))
+
     def _report_configuration(self, host: str, window_id: int, offsets: _Offsets, still: np.ndarray,
-                              level: np.ndarray, peers: int) -> None:
+                              level: np.ndarray, peers: int, settings: np.ndarray) -> None:
         """Channels that never moved on the host over the learning span and sit apart from the cluster's level. A
         level that steps now and then (a cgroup's page cache growing by a page) is usage, not configuration, even
         when its distance from the cluster holds still most of the time."""
         floor = np.fmax(self.relative_floor * np.abs(np.nan_to_num(level)), self.absolute_floor)
         apart = still & (offsets.spread == 0) & (np.abs(offsets.offset) >= floor)
-        apart &= ~offsets.own
+        apart &= ~offsets.own & ~settings
         if apart.any():
             index = np.flatnonzero(apart)[np.argsort(-np.abs(offsets.offset[apart]), kind="stable")][:self.top]
             self._configuration.append(ConfigurationDifference(
@@ -249,6 +275,17 @@ class PeerComparator:
         order = order[magnitude[order] >= 0]
         return PeerDeviation(host, window_id, tuple(names[i] for i in order), tuple(float(z[i]) for i in order),
                              int(streak[order].max()), peers)
+
+
+def _static_columns(summary: HostSummary, names: tuple[str, ...]) -> np.ndarray:
+    """Which of `names` are settings (static channels) by the summary's kinds; none where it does not say them."""
+    return _static_of(summary.names, summary.kinds, names) if summary.kinds else np.zeros(len(names), dtype=bool)
+
+
+@lru_cache(maxsize=64)
+def _static_of(names: tuple[str, ...], kinds: tuple[str, ...], wanted: tuple[str, ...]) -> np.ndarray:
+    kind_of = dict(zip(names, kinds))
+    return np.array([kind_of.get(name) == "static" for name in wanted], dtype=bool)
 
 
 class _Learning:

@@ -73,7 +73,8 @@ def test_network_sources_read_the_namespace_procfs_and_cgroups_get_their_parent(
     roots = {type(c).__name__: str(c.procfs) for c in collectors}
     assert roots == {"MemInfoCollector": "/proc", "VmStatCollector": "/proc", "NumaCollector": "/proc",
                      "PressureCollector": "/proc", "NetDevCollector": "/proc/4242", "SnmpCollector": "/proc/4242",
-                     "NetstatCollector": "/proc/4242", "SockStatCollector": "/proc/4242", "CgroupCollector": "/proc"}
+                     "NetstatCollector": "/proc/4242", "SockStatCollector": "/proc/4242",
+                     "NetSettingsCollector": "/proc/4242", "CgroupCollector": "/proc"}
     cgroups = next(c for c in collectors if isinstance(c, CgroupCollector))
     assert cgroups.parent == "docker"
 

@@ -190,6 +190,19 @@ def test_host_window_of_the_second_schema_version_is_read_and_its_persisted_chan
     assert decode_host_window(encode_host_window(summary)).persisted == summary.persisted
 
 
+def test_host_window_keeps_its_channels_kinds_and_the_third_schema_version_reads_without_them():
+    """Peers compare settings exactly and trouble without a learned offset, so the cluster stage needs the kinds."""
+    summary = replace(a_host_window(("net.mtu.eth0", "snmp.Tcp.RetransSegs")), kinds=("static", "event"))
+    assert decode_host_window(encode_host_window(summary)).kinds == ("static", "event")
+    record = summary.to_record()
+    del record["joined_kinds"]
+    assert decode_host_window(AvroCodec(load_schema("older/host_window-3")).encode(record)).kinds == ()
+    record = summary.to_record()
+    record["joined_kinds"] = b"static"
+    with pytest.raises(DecodeError, match="1 kinds for 2 names"):
+        decode_host_window(HOST_WINDOW_CODEC.encode(record))
+
+
 def test_host_window_with_more_means_than_names_is_rejected():
     record = a_host_window(("a", "b")).to_record()
     record["joined_names"] = b"a"

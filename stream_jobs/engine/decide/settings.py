@@ -51,6 +51,10 @@ class DecisionSettings:
     peer_hold_s: float = 300.0
     # How long a host's place among its peers is learned before it is compared
     peer_learn_s: float = 120.0
+    # A host's trouble (errors, drops, retransmissions, throttled periods) is weighed against its peers' over this long
+    peer_trouble_span_s: float = 120.0
+    # Hosts alike in their trouble are told apart about this often a day, per host
+    peer_trouble_risk: float = 0.1
 
     def __post_init__(self):
         for item in fields(self):

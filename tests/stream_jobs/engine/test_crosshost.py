@@ -168,3 +168,36 @@ def test_any_finite_matrix_is_compared_without_error(matrix, persist):
         for finding in comparator.compare(w, summaries):
             assert np.isfinite(finding.z).all() and finding.channels
     assert np.isfinite(robust_z(matrix)).all()
+
+
+SETTINGS_NAMES = ("net.mtu.eth0", "net.tcp_congestion.reno", "cpu.temp_c.core0", "net.rx_bytes.eth0")
+SETTINGS_KINDS = ("static", "static", "static", "counter")
+
+
+def settings_window(window_id, mtu=(1500, 1500, 1500, 1500, 1500), reno=(0, 0, 0, 0, 0)):
+    rng = np.random.default_rng(window_id)
+    return [HostSummary(f"h{i}", window_id, SETTINGS_NAMES, np.array([mtu[i], reno[i], 50 + rng.normal(), 1e9]),
+                        kinds=SETTINGS_KINDS) for i in range(len(mtu))]
+
+
+def test_a_setting_unlike_the_one_its_peers_share_is_reported_in_the_first_window_and_once():
+    comparator = PeerComparator(persist_windows=5, learn_windows=10)
+    for w in range(20):
+        comparator.compare(w, settings_window(w, mtu=(1500, 1400, 1500, 1500, 1500), reno=(0, 0, 0, 1, 0)))
+        if w == 0:
+            first = comparator.take_configuration()
+    later = comparator.take_configuration()
+    assert [(d.host, d.window_id, d.channels, d.values, d.peer_values) for d in first] == [
+        ("h1", 0, ("net.mtu.eth0",), (1400.0,), (1500.0,)), ("h3", 0, ("net.tcp_congestion.reno",), (1.0,), (0.0,))]
+    assert later == []  # a temperature differs on every host, so its peers share no value to differ from
+
+
+def test_a_setting_that_changes_again_is_reported_again_and_hosts_that_do_not_say_kinds_are_not_compared():
+    comparator = PeerComparator(persist_windows=5, learn_windows=10)
+    comparator.compare(0, settings_window(0, mtu=(1500, 1400, 1500, 1500, 1500)))
+    comparator.compare(1, settings_window(1, mtu=(1500, 9000, 1500, 1500, 1500)))
+    assert [d.values for d in comparator.take_configuration()] == [(1400.0,), (9000.0,)]
+    unsaid = [HostSummary(s.host, 2, s.names, s.values) for s in settings_window(2, mtu=(1500, 1400, 1500, 1500, 1500))]
+    comparator = PeerComparator(persist_windows=5, learn_windows=10)
+    comparator.compare(2, unsaid)
+    assert comparator.take_configuration() == []
