@@ -15,6 +15,7 @@ findings become is decided in stream_jobs.engine.decide; this stage gathers, ord
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -198,7 +199,8 @@ class ClusterStage:
     def _retransmissions(self, cluster: str, summaries: list[HostWindow]) -> StageOutput:
         """Each host's window through its loss monitor, then a verdict that contrasts its alarm with its peers'."""
         windows = [retrans_window(summary) for summary in summaries]
-        states = [self._retrans[w.host].observe(w) for w in windows]
+        rates = [self._retrans[w.host].loss_rate for w in windows]
+        states = [self._retrans[w.host].observe(w, _peer_median(rates, row)) for row, w in enumerate(windows)]
         alarmed = sum(state[0] for state in states)
         output = StageOutput()
         for summary, window, (alarm, loss_z) in zip(summaries, windows, states):
@@ -212,6 +214,12 @@ class ClusterStage:
                                                   [(TCP_RETRANSMITS, "sum", verdict.rate_z)] if faulty else [])
             output.alerts += [tracked_alert(e, cluster) for e in events]
         return output
+
+
+def _peer_median(rates: list[float], row: int) -> float:
+    """The median of the other hosts' loss rates; none (infinite) with fewer than two peers to go by."""
+    peers = rates[:row] + rates[row + 1:]
+    return float(np.median(peers)) if len(peers) >= 2 else math.inf
 
 
 def retrans_window(summary: HostWindow) -> RetransWindow:

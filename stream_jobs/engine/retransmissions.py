@@ -4,7 +4,8 @@ Bursty ML traffic retransmits on its own, and many of those retransmissions are 
 segment already and says so with a DSACK. What a lossy link adds is segments really lost, at a rate per segment sent
 that the host's own history does not explain. Each host therefore keeps a count model: segments lost (retransmitted
 minus DSACK-confirmed spurious) per segment sent, learned from its windows from the first one on and following the
-traffic. Evidence that the rate has risen `rate_multiple`-fold accumulates window by window as a Poisson CUSUM; each
+traffic, and never expected above the median of its peers' (a host whose link was lossy from the start learns that
+loss as its usual; its peers, whose traffic is alike, do not). Evidence that the rate has risen `rate_multiple`-fold accumulates window by window as a Poisson CUSUM; each
 window adds at most `step_cap` (one burst of the workload never decides alone, and each second of traffic is counted
 once although windows overlap, so one second's burst seen by the three windows that hold it stays below the alarm) and
 the evidence never exceeds `alarm`, so an alarm ends within seconds of the loss ending however long the loss lasted.
@@ -100,11 +101,12 @@ class RetransMonitor:
         """Lost segments per segment sent, from the history and a weak prior (so a clean start is not zero)."""
         return (self._lost + self.rules.prior_lost) / (self._sent + self.rules.prior_segments)
 
-    def observe(self, window: RetransWindow) -> tuple[bool, float]:
-        """Add one window; returns whether the host is in alarm and the window's loss z."""
+    def observe(self, window: RetransWindow, peer_rate: float = math.inf) -> tuple[bool, float]:
+        """Add one window, its loss expected at the host's usual rate or its peers' (`peer_rate`, lost per segment
+        sent), whichever is lower; returns whether the host is in alarm and the window's loss z."""
         if self.confirms_other_windows(window):
             return self.alarmed, 0.0
-        expected = self.loss_rate * window.sent
+        expected = min(self.loss_rate, peer_rate) * window.sent
         lost = window.lost
         step = (lost * math.log(self.rules.rate_multiple) - (self.rules.rate_multiple - 1) * expected)
         self.evidence = min(max(0.0, self.evidence + min(step / self.rules.overlap, self.rules.step_cap)),

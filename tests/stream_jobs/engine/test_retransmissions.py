@@ -115,3 +115,15 @@ def test_the_loss_rate_learns_from_the_last_history_windows_alone():
     assert monitor.loss_rate == pytest.approx((lost + rules.prior_lost) / (sent + rules.prior_segments), rel=1e-12)
     with pytest.raises(ValueError, match="history_windows"):
         RetransRules(history_windows=0)
+
+
+def test_a_host_lossy_from_its_first_window_learns_its_loss_as_usual_unless_its_peers_lose_less():
+    """0.1 % loss from the start: on its own the host takes it for its normal; against peers whose alike traffic
+    loses 5e-5 per segment it is fault-induced within seconds, and stays so."""
+    rng = np.random.default_rng(4)
+    lossy = [RetransWindow("h1", i, rng.poisson(6000 * (5e-5 + 1e-3)) + 0.0, 6000) for i in range(600)]
+    alone = RetransMonitor()
+    assert not any(alone.observe(window)[0] for window in lossy)
+    compared = RetransMonitor()
+    alarms = [compared.observe(window, peer_rate=5e-5)[0] for window in lossy]
+    assert alarms.index(True) <= 8 and all(alarms[alarms.index(True):])
