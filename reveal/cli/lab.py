@@ -281,7 +281,8 @@ def _suites() -> list[str]:
 def _fault_summary(scenario: Scenario) -> str:
     if scenario.clean:
         return "clean"
-    return ", ".join(f"{f.kind} {f.magnitude:g} on {f.host}" for f in scenario.faults)
+    return ", ".join(f"{f.kind} {f.setting or f'{f.magnitude:.10g}'} on {f.host}"
+                     + (" from the start" if f.from_start else "") for f in scenario.faults)
 
 
 def _say(line: str) -> None:

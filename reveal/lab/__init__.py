@@ -6,5 +6,6 @@ from pathlib import Path
 SUITES_DIR = Path(__file__).with_name("scenarios")  # the built-in suites, one folder of scenario files each
 
 __all__ = [
-    "SUITES_DIR", "effects", "faults", "hosts", "ingest", "replay", "runner", "scenario", "scoring", "truth", "workloads"
+    "SUITES_DIR", "cgroup_faults", "detection", "effects", "fault_kinds", "faults", "hosts", "ingest", "replay",
+    "runner", "scenario", "scoring", "setting_faults", "truth", "workloads",
 ]

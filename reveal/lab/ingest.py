@@ -35,7 +35,8 @@ LIVE_MODE = "calibrated"
 WINDOW_S, STRIDE_S = 3.0, 1.0
 # What scoring reads of a stored anomaly: everything but its explanation, hint and evidence.
 ANOMALY_SUMMARY = ("host", "cluster", "window_id", "start", "end", "detectors", "score", "threshold", "subsystem",
-                   "claim")
+                   "claim", "evidence_channel", "evidence_feature", "evidence_value", "evidence_baseline",
+                   "evidence_std", "evidence_z")
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,7 @@ def incidents(alerts: list[Alert], anomalies: list[Anomaly]) -> list[ReportedInc
     """The incidents an operator is told of: one per alert (all its states), of its kind (host detectors, peer,
     retransmissions, regime), opened at the end of the window that opened it. Its subsystems are what the alert
     said when it opened, then those of the same host's anomalies of the same kind inside it, ranked by count and
-    severity."""
+    severity; its channels are those anomalies' evidence, in order."""
     anomalies_of: dict[tuple[str, str], list[Anomaly]] = defaultdict(list)
     for anomaly in anomalies:
         anomalies_of[(anomaly.host, anomaly_kind(anomaly))].append(anomaly)
@@ -102,7 +102,8 @@ def incidents(alerts: list[Alert], anomalies: list[Anomaly]) -> list[ReportedInc
                   and a.window_start_ns < end]
         found.append(ReportedIncident(opening.host, start, end, opening.end_ns,
                                       _ranked_subsystems(inside, opening.subsystem),
-                                      max(a.severity for a in states), opening.kind))
+                                      max(a.severity for a in states), opening.kind,
+                                      channels=tuple(dict.fromkeys(e.channel for a in inside for e in a.evidence))))
     return sorted(found, key=lambda i: (i.opened_ns, i.host, i.kind, i.start_ns, i.end_ns, i.severity))
 
 

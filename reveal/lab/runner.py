@@ -1,6 +1,7 @@
 """Runs one lab scenario for real: builds the hosts, starts the workloads and one agent per host, lets the agents
 settle for the scenario's warm-up, injects the faults on schedule (t = 0 is the end of the warm-up), and writes the
-telemetry and the ground truth into the run's directory.
+telemetry and the ground truth into the run's directory. Faults from the start are put in force once the hosts are
+up, before any workload starts, and lifted after the scheduled ones, when the run ends.
 
     RUN/scenario.toml      the scenario as run
     RUN/run.json           run id, hosts, times (started_ns is t = 0), seed, baseline, mode
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from reveal.lab.faults import Fault, make_fault
+from reveal.lab.fault_kinds import make_fault
+from reveal.lab.faults import Fault, FaultEffect, FaultSpec
 from sinks.clickhouse import data_dir_dsn
 from reveal.lab.hosts import LabError, LabHost, LabNetwork, stop_all
 from reveal.lab.scenario import Scenario
@@ -75,7 +77,8 @@ def run_scenario(scenario: Scenario, run_dir: Path, pipeline: PipelineChoice = P
     run_id = f"{scenario.name}-{uuid.uuid4().hex[:6]}"
     tag = uuid.uuid4().hex[:5]
     labels: list[FaultLabel] = []
-    with _interrupts_raise(), LabNetwork(tag, list(scenario.hosts), cpu_shares=cpu_shares) as network:
+    with _interrupts_raise(), LabNetwork(tag, list(scenario.hosts), cpu_shares=cpu_shares) as network, \
+            StandingFaults(scenario, network.hosts, run_dir, progress) as standing:
         _start_workloads(scenario, network.hosts, run_dir)
         progress(f"{scenario.name}: {len(scenario.hosts)} hosts up on {network.subnet}.0/24, workloads "
                  f"{', '.join(scenario.workloads)} settling for {WORKLOAD_SETTLE_S:g} s")
@@ -91,6 +94,7 @@ def run_scenario(scenario: Scenario, run_dir: Path, pipeline: PipelineChoice = P
         started_ns = time.time_ns()
         try:
             labels = _inject_on_schedule(scenario, network.hosts, run_dir, started_ns, progress)
+            labels += standing.lift()
         finally:
             stop_all(agents, grace_s=15.0)
             if worker is not None:
@@ -107,11 +111,56 @@ def run_scenario(scenario: Scenario, run_dir: Path, pipeline: PipelineChoice = P
     return run_dir
 
 
+class StandingFaults:
+    """The scenario's faults from the start: in force once the hosts are up, before any workload starts, so the
+    baseline holds them too; lifted when the run ends (or fails), each labelled with the interval it really held."""
+
+    def __init__(self, scenario: Scenario, hosts: dict[str, LabHost], run_dir: Path,
+                 progress: Callable[[str], None]):
+        self.scenario, self.hosts, self.run_dir, self.progress = scenario, hosts, run_dir, progress
+        self._in_force: list[tuple[FaultSpec, Fault, int]] = []
+
+    def __enter__(self) -> "StandingFaults":
+        try:
+            for spec in (spec for spec in self.scenario.faults if spec.from_start):
+                fault = make_fault(spec, self.hosts, self.run_dir)
+                fault.start()
+                self._in_force.append((spec, fault, time.time_ns()))
+                self.progress(f"{self.scenario.name}: from the start  {fault.describe()} is in force")
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def lift(self) -> list[FaultLabel]:
+        """Lift every fault, measuring what it did."""
+        labels = []
+        while self._in_force:
+            spec, fault, began_ns = self._in_force.pop(0)
+            effect = fault.stop()
+            labels.append(fault_label(spec, fault, began_ns, effect))
+            self.progress(f"{self.scenario.name}: at the end  {_ended_text(fault, effect)}")
+        return labels
+
+    def __exit__(self, *_) -> None:
+        for _, fault, _ in self._in_force:
+            fault.stop()
+        self._in_force.clear()
+
+
+def fault_label(spec: FaultSpec, fault: Fault, began_ns: int, effect: FaultEffect) -> FaultLabel:
+    """The truth of a fault just lifted: the interval it held, from its start to now, and what it did."""
+    return FaultLabel(spec.kind, spec.host, began_ns, time.time_ns(), fault.subsystem, spec.magnitude,
+                      fault.describe(), effect.took_effect, effect.measured, effect.drops_timeline, spec.from_start,
+                      spec.setting)
+
+
 def _inject_on_schedule(scenario: Scenario, hosts: dict[str, LabHost], run_dir: Path, started_ns: int,
                         progress: Callable[[str], None]) -> list[FaultLabel]:
-    """Start and stop each fault at its time; the labels carry the times the fault was really in force."""
-    events = sorted([(spec.start_s, 1, index) for index, spec in enumerate(scenario.faults)] +
-                    [(spec.start_s + spec.duration_s, 0, index) for index, spec in enumerate(scenario.faults)])
+    """Start and stop each scheduled fault at its time; the labels carry the times the fault was really in force."""
+    scheduled = [(index, spec) for index, spec in enumerate(scenario.faults) if not spec.from_start]
+    events = sorted([(spec.start_s, 1, index) for index, spec in scheduled] +
+                    [(spec.start_s + spec.duration_s, 0, index) for index, spec in scheduled])
     active: dict[int, tuple[Fault, int]] = {}
     labels = []
     try:
@@ -126,12 +175,8 @@ def _inject_on_schedule(scenario: Scenario, hosts: dict[str, LabHost], run_dir: 
             else:
                 fault, began_ns = active.pop(index)
                 effect = fault.stop()
-                labels.append(FaultLabel(spec.kind, spec.host, began_ns, time.time_ns(), fault.subsystem,
-                                         spec.magnitude, fault.describe(), effect.took_effect, effect.measured,
-                                         effect.drops_timeline))
-                progress(f"{scenario.name}: +{at_s:5.0f} s  {fault.describe()} ends; "
-                         f"{'took effect' if effect.took_effect else 'DID NOT TAKE EFFECT'}: "
-                         f"{_measured_text(effect.measured)}")
+                labels.append(fault_label(spec, fault, began_ns, effect))
+                progress(f"{scenario.name}: +{at_s:5.0f} s  {_ended_text(fault, effect)}")
         _sleep_until(started_ns, scenario.duration_s, _progress_every(scenario, progress))
     finally:
         for fault, _ in active.values():
@@ -139,8 +184,15 @@ def _inject_on_schedule(scenario: Scenario, hosts: dict[str, LabHost], run_dir: 
     return labels
 
 
+def _ended_text(fault: Fault, effect: FaultEffect) -> str:
+    return (f"{fault.describe()} ends; {'took effect' if effect.took_effect else 'DID NOT TAKE EFFECT'}: "
+            f"{_measured_text(effect.measured)}")
+
+
 def _measured_text(measured: dict) -> str:
-    return ", ".join(f"{name.replace('_', ' ')} {value:,.4g}" for name, value in measured.items())
+    """Each measured value by name: numbers to four figures, settings as they were read."""
+    return ", ".join(f"{name.replace('_', ' ')} {value:,.4g}" if isinstance(value, (int, float))
+                     else f"{name.replace('_', ' ')} {value}" for name, value in measured.items())
 
 
 def _sleep_until(started_ns: int, at_s: float, tick: Callable[[float], None] = lambda elapsed_s: None) -> None:

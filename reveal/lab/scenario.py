@@ -17,6 +17,12 @@ of them.
     start_s = 95
     duration_s = 25
     magnitude = 0.01
+
+    [[fault]]
+    kind = "congestion_control"
+    host = "h3"
+    from_start = true        # in force before the workloads start until the run ends, baseline included
+    setting = "reno"         # a value that is not a number; only congestion_control takes one
 """
 
 from __future__ import annotations
@@ -26,13 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reveal.lab import SUITES_DIR
-from reveal.lab.faults import FAULTS, FaultSpec
+from reveal.lab.fault_kinds import FAULTS
+from reveal.lab.faults import FaultSpec
 
 WORKLOADS = ("train", "infer", "input")
 SCENARIO_KEYS = {"name", "description", "hosts", "workloads", "duration_s", "baseline_s", "warmup_s", "phases",
                  "heterogeneous", "seed", "fault"}
 DEFAULT_WARMUP_S = 30.0
-FAULT_KEYS = {"kind", "host", "start_s", "duration_s", "magnitude"}
+FAULT_KEYS = {"kind", "host", "start_s", "duration_s", "magnitude", "from_start", "setting"}
 
 
 class ScenarioError(ValueError):
@@ -113,12 +120,45 @@ def _fault(entry: dict, index: int, hosts: tuple[str, ...], baseline: float, dur
     host = _required(entry, "host", str, where)
     if host not in hosts:
         raise ScenarioError(f"{where}: host {host!r} is not one of the scenario's hosts {', '.join(hosts)}")
+    from_start = _optional(entry, "from_start", bool, False, where)
+    start, length = _from_start_interval(entry, duration, where) if from_start else \
+        _scheduled_interval(entry, baseline, duration, where)
+    magnitude, setting = _fault_values(entry, kind, where)
+    return FaultSpec(kind, host, start, length, magnitude, from_start, setting)
+
+
+def _from_start_interval(entry: dict, duration: float, where: str) -> tuple[float, float]:
+    """A fault from the start holds for the whole run, so it gives no start or duration of its own."""
+    for key in ("start_s", "duration_s"):
+        if key in entry:
+            raise ScenarioError(f"{where}: {key} cannot be given with from_start = true (the fault holds for the "
+                                "whole run)")
+    return 0.0, duration
+
+
+def _scheduled_interval(entry: dict, baseline: float, duration: float, where: str) -> tuple[float, float]:
     start = float(_required(entry, "start_s", (int, float), where))
     length = float(_required(entry, "duration_s", (int, float), where))
     if start < baseline or start + length > duration or length <= 0:
         raise ScenarioError(f"{where}: it must start after baseline_s ({baseline:g}) and end by duration_s "
                             f"({duration:g}); it runs {start:g}–{start + length:g} s")
-    return FaultSpec(kind, host, start, length, float(_required(entry, "magnitude", (int, float), where)))
+    return start, length
+
+
+def _fault_values(entry: dict, kind: str, where: str) -> tuple[float, str]:
+    """The magnitude and the setting, as the kind takes them: only a kind that takes a setting may give one, and
+    its magnitude may be left out."""
+    fault = FAULTS[kind]
+    setting = _optional(entry, "setting", str, "", where)
+    if "setting" in entry and not fault.takes_setting:
+        takers = ", ".join(name for name, other in FAULTS.items() if other.takes_setting)
+        raise ScenarioError(f"{where}: setting is only for {takers}, not {kind}")
+    magnitude = float(_optional(entry, "magnitude", (int, float), 0, where) if fault.takes_setting
+                      else _required(entry, "magnitude", (int, float), where))
+    refusal = fault.refusal(magnitude, setting)
+    if refusal:
+        raise ScenarioError(f"{where}: {kind}: {refusal}")
+    return magnitude, setting
 
 
 def _known_keys(data: dict, allowed: set[str], where: str) -> None:

@@ -1,16 +1,19 @@
 """Strict scores of lab runs: what the pipeline reported against what was injected, judged as an operator would.
 
 - A fault counts only if it took effect (its truth says so). It is detected only by an incident on its host that
-  *opens* between the fault's start and DETECTION_GRACE_S after its end; an incident already open does not count.
-  The delay is the opening minus the fault's start.
+  *opens* in its detection interval (detection.py): from the fault's start to DETECTION_GRACE_S after its end, or,
+  for a fault already in force when judging starts, within FROM_START_WITHIN_S of that start; an incident already
+  open does not count. A configuration difference is detected only by a configuration incident naming its setting.
+  The delay runs from the start of the interval.
 - Chance recall: the share of faults an incident stream with the run's own incident rate, but blind to the faults,
   would "detect" by the same rule (1 − e^(−λ·L) per fault, λ the run's incidents per host-second, L the fault's
   detection interval), reported beside recall so that a noisy engine cannot pass for a sensitive one.
-- Precision: incidents that detect a fault / incidents opened in the judged time of fault runs. False alerts per
-  host-hour: incidents opened in the judged time of clean runs / the judged host-hours of those runs. Judged time
-  is the same for both: from the end of the baseline to the end of the run.
+- Precision: incidents that are right / incidents opened in the judged time of fault runs. Right are those that
+  detect a fault (a configuration difference once) and those on other hosts that wait on a faulty host while its
+  fault is in force. False alerts per host-hour: incidents opened in the judged time of clean runs / the judged
+  host-hours of those runs. Judged time is the same for both: from the end of the baseline to the end of the run.
 - Every figure is given for all incidents and by source (host detectors, peer comparison, retransmissions,
-  regime notices).
+  regime notices, configuration).
 - Retransmission verdicts are judged per window against per-window truth (the loss rule dropped frames of that
   host inside that window), as balanced accuracy and per-class recall; "none" counts as not fault-induced.
 - Attribution: whether the detecting incident names the fault's subsystem first (top-1) or among its first three.
@@ -27,12 +30,11 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from reveal.lab.detection import DETECTION_GRACE_S, NS_PER_S, DetectionRules, JudgedTime, waits_on
 from reveal.lab.truth import FaultLabel, ReportedIncident, RetransmissionVerdict, RunOutputs
 from sinks.tables import LAB_SCORES
 
-NS_PER_S = 1_000_000_000
 SECONDS_PER_HOUR = 3600.0
-DETECTION_GRACE_S = 10.0
 PACKET_LOSS = "packet_loss"
 FAULT_INDUCED, WORKLOAD_INTRINSIC, NO_RETRANSMISSIONS = "fault-induced", "workload-intrinsic", "none"
 RETRANSMISSION_CATEGORIES = (WORKLOAD_INTRINSIC, FAULT_INDUCED, NO_RETRANSMISSIONS)
@@ -42,28 +44,6 @@ HEADLINE = ("strict_recall", "chance_recall", "precision", "f1", "delay_p50_s", 
             "clean_host_hours", "retransmission_balanced_accuracy", "attribution_top1", "faults_took_effect")
 COUNT_METRICS = frozenset({"faults", "faults_took_effect", "detected", "incidents", "clean_incidents",
                            "retransmission_windows_judged"})
-
-
-@dataclass(frozen=True)
-class JudgedTime:
-    """The part of a run whose incidents are judged: from the end of its baseline to its end, on `hosts` hosts."""
-
-    start_ns: int
-    end_ns: int
-    hosts: int
-
-    def __post_init__(self):
-        if self.hosts < 1:
-            raise ValueError(f"hosts is {self.hosts}; a run has at least one host")
-        if self.end_ns <= self.start_ns:
-            raise ValueError(f"judged time ends ({self.end_ns}) before it starts ({self.start_ns})")
-
-    @property
-    def host_seconds(self) -> float:
-        return self.hosts * (self.end_ns - self.start_ns) / NS_PER_S
-
-    def holds(self, instant_ns: int) -> bool:
-        return self.start_ns <= instant_ns <= self.end_ns
 
 
 @dataclass(frozen=True)
@@ -203,30 +183,31 @@ def score_run(truth: Sequence[FaultLabel], outputs: RunOutputs, judged: JudgedTi
 def score_source(truth: Sequence[FaultLabel], effective: Sequence[FaultLabel],
                  incidents: Sequence[ReportedIncident], judged: JudgedTime, grace_ns: int) -> SourceScore:
     """Detection counts of one set of incidents: `effective` are the faults that took effect, `truth` all of them
-    (an incident opened in the interval of a fault that did nothing is neither right nor wrong)."""
+    (an incident tied only to a fault that did nothing is neither right nor wrong)."""
     opened = [incident for incident in incidents if judged.holds(incident.opened_ns)]
     if not truth:
         return SourceScore(incidents=0, clean_incidents=len(opened), clean_host_hours=judged.host_seconds / 3600)
-    firsts = [(fault, _first_opened_within(fault, opened, grace_ns)) for fault in effective]
+    rules = DetectionRules(judged, grace_ns)
+    firsts = [(fault, rules.first_detecting(fault, incidents)) for fault in effective]
     detections = [(fault, incident) for fault, incident in firsts if incident is not None]
-    detecting = sum(any(_opens_within(fault, i, grace_ns) for fault in effective) for i in opened)
-    judged_incidents = sum(not any(_opens_within(f, i, grace_ns) for f in truth if not f.took_effect)
-                           or any(_opens_within(f, i, grace_ns) for f in effective) for i in opened)
+    right = _right_incidents(rules, effective, opened)
+    without_effect = [fault for fault in truth if not fault.took_effect]
+    judged_incidents = sum(index in right or not any(rules.detects(f, i) or waits_on(f, i) for f in without_effect)
+                           for index, i in enumerate(opened))
     rate_per_host_s = len(opened) / judged.host_seconds
-    chance = sum(1 - math.exp(-rate_per_host_s * ((f.end_ns - f.start_ns + grace_ns) / NS_PER_S)) for f in effective)
+    chance = sum(1 - math.exp(-rate_per_host_s * rules.interval_s(f)) for f in effective)
     return SourceScore(faults=len(effective), detected=len(detections), chance_detected=chance,
-                       incidents=judged_incidents, detecting_incidents=detecting,
-                       delays_s=tuple((i.opened_ns - f.start_ns) / NS_PER_S for f, i in detections),
+                       incidents=judged_incidents, detecting_incidents=len(right),
+                       delays_s=tuple(rules.delay_s(f, i) for f, i in detections),
                        attribution=_attribution(detections))
 
 
-def _opens_within(fault: FaultLabel, incident: ReportedIncident, grace_ns: int) -> bool:
-    return incident.host == fault.host and fault.start_ns <= incident.opened_ns <= fault.end_ns + grace_ns
-
-
-def _first_opened_within(fault: FaultLabel, incidents: Sequence[ReportedIncident],
-                         grace_ns: int) -> ReportedIncident | None:
-    return min((i for i in incidents if _opens_within(fault, i, grace_ns)), key=lambda i: i.opened_ns, default=None)
+def _right_incidents(rules: DetectionRules, faults: Sequence[FaultLabel],
+                     opened: Sequence[ReportedIncident]) -> set[int]:
+    """Positions of the incidents that are right about one of the faults: credited with detecting it, or on another
+    host, waiting on its host while it is in force."""
+    right = {index for fault in faults for index in rules.credited(fault, opened)}
+    return right | {index for index, incident in enumerate(opened) if any(waits_on(f, incident) for f in faults)}
 
 
 def _attribution(detections: Sequence[tuple[FaultLabel, ReportedIncident]]) -> tuple[tuple[str, int, int, int], ...]:

@@ -17,7 +17,9 @@ from schemas.channels import SUBSYSTEMS
 class FaultLabel:
     """One injected fault: kind, host, the interval it was active (ns since the epoch), the subsystem it hits, its
     magnitude in the fault's own unit (loss fraction, CPU workers, bytes, Mbit/s, …), and what it measurably did:
-    whether it took effect, the counters that show it, and for packet loss the cumulative drops over time."""
+    whether it took effect, the counters that show it, and for packet loss the cumulative drops over time. A fault
+    from the start was put in force before the workloads started (before the run's t = 0); `setting` is the value
+    of a fault that is not a number (a congestion control algorithm)."""
 
     fault: str
     host: str
@@ -29,6 +31,8 @@ class FaultLabel:
     took_effect: bool = True
     effect: dict = field(default_factory=dict)
     drops_timeline: tuple = ()
+    from_start: bool = False
+    setting: str = ""
 
     def __post_init__(self):
         if self.end_ns <= self.start_ns:
@@ -41,8 +45,8 @@ class FaultLabel:
 @dataclass(frozen=True)
 class ReportedIncident:
     """One incident the pipeline raised on a host (from its alerts): the interval of its anomalous windows, when it
-    was raised (the end of the window that opened it), and subsystems ranked by the evidence of its windows, most
-    implicated first."""
+    was raised (the end of the window that opened it), subsystems ranked by the evidence of its windows, most
+    implicated first, the host it says it waits on (told on a peer of a faulty host), and the channels it names."""
 
     host: str
     start_ns: int
@@ -51,6 +55,8 @@ class ReportedIncident:
     subsystems: tuple[str, ...]
     severity: float = 0.0
     kind: str = "anomaly"
+    waiting_on: str = ""
+    channels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

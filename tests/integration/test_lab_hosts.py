@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from reveal.lab.faults import FaultSpec, make_fault
+from reveal.lab.fault_kinds import make_fault
+from reveal.lab.faults import FaultSpec
 from reveal.lab.hosts import LabLock, LabNetwork, remove_leftovers, run_command
 
 # Labs take numbered slots of this host's network and cgroups: one lab test at a time

@@ -1,9 +1,12 @@
-"""Scenario files: every built-in one loads, and a mistake names the file, the key and what is allowed."""
+"""Scenario files: every built-in one loads, faults from the start and settings are read, and a mistake names the
+file, the key and what is allowed."""
 
 import pytest
 
-from reveal.lab.faults import FAULTS
+from reveal.lab.fault_kinds import FAULTS, PERFORMANCE_FAULTS
+from reveal.lab.runner import WORKER_IDLE_S, WORKLOAD_SETTLE_S
 from reveal.lab.scenario import ScenarioError, load_scenario, parse_scenario, suite_scenarios
+from reveal.lab.setting_faults import SETTING_FAULTS
 
 VALID = {"name": "s", "hosts": ["h1", "h2"], "workloads": ["train"], "duration_s": 120, "baseline_s": 60,
          "fault": [{"kind": "packet_loss", "host": "h2", "start_s": 70, "duration_s": 20, "magnitude": 0.01}]}
@@ -41,9 +44,20 @@ def test_the_full_suite_learns_ten_minute_baselines_and_the_soak_is_long_and_cle
     assert sum((s.duration_s - s.baseline_s) * len(s.hosts) for s in soak) / 3600 >= 10
 
 
-def test_the_full_suite_covers_every_fault_kind():
+def test_the_full_suite_covers_every_performance_fault_kind():
     kinds = {f.kind for s in suite_scenarios("full") for f in s.faults}
-    assert kinds == set(FAULTS)
+    assert kinds == set(PERFORMANCE_FAULTS)
+
+
+def test_the_peers_suite_holds_one_host_unlike_five_peers_from_the_start_within_twenty_minutes():
+    scenarios = suite_scenarios("peers")
+    assert all(len(s.hosts) == 6 and s.workloads == ("train", "input") and s.phases for s in scenarios)
+    assert all(f.from_start and f.duration_s == s.duration_s for s in scenarios for f in s.faults)
+    assert len({s.seed for s in scenarios}) == len(scenarios) and all(s.description for s in scenarios)
+    kinds = {f.kind for s in scenarios for f in s.faults}
+    assert set(SETTING_FAULTS) | {"straggler", "packet_loss", "bandwidth_cap"} == kinds
+    walls_s = [s.warmup_s + s.duration_s + WORKLOAD_SETTLE_S + WORKER_IDLE_S for s in scenarios]
+    assert max(walls_s) <= 210 and sum(walls_s) < 20 * 60
 
 
 @pytest.mark.parametrize("change, message", [
@@ -81,5 +95,42 @@ def test_an_unreadable_file_is_named(tmp_path):
 
 
 def test_an_unknown_suite_lists_the_suites():
-    with pytest.raises(ScenarioError, match="suite 'huge' is not one of full, quick, soak"):
+    with pytest.raises(ScenarioError, match="suite 'huge' is not one of full, peers, quick, soak"):
         suite_scenarios("huge")
+
+
+FROM_START = {"kind": "packet_loss", "host": "h2", "from_start": True, "magnitude": 0.01}
+RENO = {"kind": "congestion_control", "host": "h2", "from_start": True, "setting": "reno"}
+
+
+def test_a_fault_from_the_start_holds_for_the_whole_run():
+    fault = parse_scenario({**VALID, "fault": [FROM_START]}).faults[0]
+    assert fault.from_start and (fault.start_s, fault.duration_s) == (0.0, 120.0)
+    assert not parse_scenario(VALID).faults[0].from_start
+
+
+def test_a_setting_is_read_and_its_kind_needs_no_magnitude():
+    fault = parse_scenario({**VALID, "fault": [RENO]}).faults[0]
+    assert (fault.kind, fault.setting, fault.magnitude) == ("congestion_control", "reno", 0.0)
+    mtu = parse_scenario({**VALID, "fault": [{**FROM_START, "kind": "mtu", "magnitude": 1400}]}).faults[0]
+    assert (mtu.magnitude, mtu.setting) == (1400.0, "")
+
+
+@pytest.mark.parametrize("fault, message", [
+    ({**FROM_START, "start_s": 70}, "start_s cannot be given with from_start = true"),
+    ({**FROM_START, "duration_s": 20}, "duration_s cannot be given with from_start = true"),
+    ({**FROM_START, "from_start": "yes"}, "from_start has the wrong type"),
+    ({**FROM_START, "setting": "reno"}, "setting is only for congestion_control, not packet_loss"),
+    ({**RENO, "setting": "warp9"}, "congestion_control: setting 'warp9' is not one of this machine's congestion "
+                                   r"controls \(.*reno"),
+    ({key: value for key, value in RENO.items() if key != "setting"}, "setting is required"),
+    ({**RENO, "setting": 3}, "setting has the wrong type"),
+    ({**FROM_START, "kind": "mtu", "magnitude": 1400.5}, "mtu: magnitude must be a whole number of bytes from 68"),
+    ({**FROM_START, "kind": "tx_queue_len", "magnitude": 0}, "tx_queue_len: magnitude must be a whole number of "
+                                                             "packets from 1"),
+    ({"kind": "tcp_buffers", "host": "h2", "from_start": True}, "magnitude is required"),
+])
+def test_from_start_and_setting_mistakes_name_the_key(fault, message):
+    with pytest.raises(ScenarioError, match=r"fault\[0\]: .*" + message) as raised:
+        parse_scenario({**VALID, "fault": [fault]})
+    assert "\n" not in str(raised.value)

@@ -1,5 +1,6 @@
-"""Ground truth on disk: fault labels written and read back unchanged (drops timeline included), impossible labels
-refused, and a malformed line named by its number."""
+"""Ground truth on disk: fault labels written and read back unchanged (drops timeline and setting included), files
+written before faults from the start still read, impossible labels refused, and a malformed line named by its
+number."""
 
 import pytest
 
@@ -30,3 +31,15 @@ def test_a_malformed_line_is_named_by_its_number(tmp_path):
     path.write_text(path.read_text() + "\n" + '{"fault": "straggler", "host": "h1"}\n')
     with pytest.raises(ValueError, match=r"truth.jsonl:3: not a fault label"):
         read_truth(path)
+
+
+def test_a_fault_from_the_start_keeps_its_setting_and_older_files_read_without_either(tmp_path):
+    reno = FaultLabel("congestion_control", "h6", T0 - 40 * S, T0 + 150 * S, "network", 0.0,
+                      "congestion_control reno on h6", True, {"value": "reno", "peers_value": "bbr"},
+                      from_start=True, setting="reno")
+    write_truth(tmp_path / "truth.jsonl", [reno])
+    assert read_truth(tmp_path / "truth.jsonl") == [reno]
+    (tmp_path / "old.jsonl").write_text('{"fault": "straggler", "host": "h1", "start_ns": 1, "end_ns": 2, '
+                                        '"subsystem": "cpu", "magnitude": 0.2}\n')
+    old = read_truth(tmp_path / "old.jsonl")[0]
+    assert (old.from_start, old.setting) == (False, "")
