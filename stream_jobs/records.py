@@ -147,12 +147,21 @@ def configuration_anomaly(summary: HostWindow, difference: ConfigurationDifferen
                          difference.as_dict().values()))
     signature = match_signature([], difference.as_dict())
     top = evidence[0]
-    claim = (f"{summary.host} is configured unlike its {difference.peers} peers: {top.channel} is {top.value:.6g} "
-             f"where theirs is {top.baseline_mean:.6g}" + (f" (and {len(evidence) - 1} more)" if len(evidence) > 1
-                                                          else ""))
+    claim = (f"{summary.host} is configured unlike its {difference.peers} peers: {top.channel} is "
+             f"{_setting_value(top.value)} where theirs is {_setting_value(top.baseline_mean)}"
+             + (f" (and {len(evidence) - 1} more)" if len(evidence) > 1 else ""))
     return Anomaly(summary.host, summary.cluster, summary.window_id, summary.window_start_ns, summary.window_end_ns,
                    ("configuration",), float(len(evidence)), 1.0, subsystem_for(top.channel), claim, evidence,
                    "configuration difference", signature.hint if signature else "")
+
+
+def _setting_value(value: float) -> str:
+    """A setting as it is written: whole numbers in full (1,048,576 bytes, not 1.04858e+06).
+
+    >>> _setting_value(1048576.0), _setting_value(0.5)
+    ('1,048,576', '0.5')
+    """
+    return f"{value:,.0f}" if float(value).is_integer() and abs(value) < 1e15 else f"{value:.6g}"
 
 
 def configuration_alert(anomaly: Anomaly) -> Alert:

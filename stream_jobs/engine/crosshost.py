@@ -227,7 +227,9 @@ class PeerComparator:
     def _report_settings(self, window_id: int, summaries: list[HostSummary], names: tuple[str, ...],
                          matrix: np.ndarray, settings: np.ndarray) -> None:
         """Settings (static channels) a host holds unlike its peers, at least half of whom share one value: any
-        difference counts, from the first window compared, each host's once per value."""
+        difference counts, from the first window compared, each host's once per value, the furthest apart (relative
+        to the peers' value) first and, among equals, the one the host has on (its congestion control, not the
+        peers')."""
         columns = np.flatnonzero(settings)
         for row, summary in enumerate(summaries):
             peers = np.delete(matrix[:, columns], row, axis=0)
@@ -236,7 +238,8 @@ class PeerComparator:
             mine = matrix[row, columns]
             differs = agreeing & np.isfinite(mine) & np.isfinite(shared) & (mine != shared)
             told = self._settings_told.setdefault(summary.host, {})
-            new = [k for k in np.flatnonzero(differs) if told.get(names[columns[k]]) != mine[k]]
+            new = sorted((k for k in np.flatnonzero(differs) if told.get(names[columns[k]]) != mine[k]),
+                         key=lambda k: (-abs(mine[k] - shared[k]) / max(abs(shared[k]), 1.0), -mine[k]))
             if new:
                 told.update({names[columns[k]]: mine[k] for k in new})
                 self._configuration.append(ConfigurationDifference(

@@ -201,3 +201,14 @@ def test_a_setting_that_changes_again_is_reported_again_and_hosts_that_do_not_sa
     comparator = PeerComparator(persist_windows=5, learn_windows=10)
     comparator.compare(2, unsaid)
     assert comparator.take_configuration() == []
+
+
+def test_a_host_on_another_congestion_control_is_told_by_the_one_it_has_on():
+    names, kinds = ("net.tcp_congestion.bbr", "net.tcp_congestion.reno"), ("static", "static")
+    summaries = [HostSummary(f"h{i}", 0, names, np.array([0.0, 1.0]) if i == 2 else np.array([1.0, 0.0]),
+                             kinds=kinds) for i in range(4)]
+    comparator = PeerComparator()
+    comparator.compare(0, summaries)
+    [difference] = comparator.take_configuration()
+    assert difference.channels == ("net.tcp_congestion.reno", "net.tcp_congestion.bbr")
+    assert difference.values == (1.0, 0.0) and difference.peer_values == (0.0, 1.0)
