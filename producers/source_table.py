@@ -18,6 +18,7 @@ from producers.collectors.netdev import NetDevCollector
 from producers.collectors.nvml import NvmlCollector, NvmlSlowCollector
 from producers.collectors.perf import PerfCollector
 from producers.collectors.procstat import ProcStatCollector
+from producers.collectors.qdisc import QdiscCollector
 from producers.collectors.interrupts import InterruptsCollector, SoftIrqsCollector
 from producers.collectors.pressure import PressureCollector
 from producers.collectors.snmp import NetstatCollector, SnmpCollector
@@ -30,7 +31,8 @@ SOURCE_GROUPS: dict[str, tuple[type[Collector], ...]] = {
     "cpu": (ProcStatCollector, CpuFreqCollector, AperfMperfCollector, CpuIdleCollector, PerfCollector),
     "interrupts": (InterruptsCollector, SoftIrqsCollector, SoftnetCollector),
     "memory": (MemInfoCollector, VmStatCollector, NumaCollector, PressureCollector),
-    "network": (NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector, NetSettingsCollector),
+    "network": (NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector, NetSettingsCollector,
+                QdiscCollector),
     "storage": (DiskStatsCollector,),
     "power": (RaplCollector, ThermalCollector),
     "infiniband": (InfinibandCollector,),
@@ -40,9 +42,9 @@ SOURCE_GROUPS: dict[str, tuple[type[Collector], ...]] = {
 # The order of sources within a frame: fixed, so that agents of one version lay out a host's channels alike.
 FRAME_ORDER = (ProcStatCollector, InterruptsCollector, SoftIrqsCollector, PressureCollector, MemInfoCollector,
                VmStatCollector, NetDevCollector, SnmpCollector, NetstatCollector, SockStatCollector,
-               NetSettingsCollector, SoftnetCollector, DiskStatsCollector, CpuFreqCollector, AperfMperfCollector,
-               CpuIdleCollector, RaplCollector, ThermalCollector, NumaCollector, InfinibandCollector, PerfCollector,
-               NvmlCollector, NvmlSlowCollector, CgroupCollector)
+               NetSettingsCollector, QdiscCollector, SoftnetCollector, DiskStatsCollector, CpuFreqCollector,
+               AperfMperfCollector, CpuIdleCollector, RaplCollector, ThermalCollector, NumaCollector,
+               InfinibandCollector, PerfCollector, NvmlCollector, NvmlSlowCollector, CgroupCollector)
 
 
 def validate_groups(groups: tuple[str, ...]) -> tuple[str, ...]:

@@ -3,20 +3,17 @@ static channels: hosts of one cluster are compared on them to find a configurati
 
 from __future__ import annotations
 
-import ctypes
 import fcntl
-import os
 import socket
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, TypeVar
 
 from producers.collectors.base import Collector
+from producers.collectors.namespace_thread import NamespaceReader
 
 T = TypeVar("T")
 
-CLONE_NEWNET = 0x40000000
 SIOCGIFMTU = 0x8921
 SIOCGIFTXQLEN = 0x8942
 INTERFACE_REQUESTS = {"mtu": SIOCGIFMTU, "tx_queue_len": SIOCGIFTXQLEN}
@@ -48,24 +45,17 @@ class NetSettingsCollector(Collector):
 
     def __init__(self, procfs="/proc", sysfs="/sys"):
         super().__init__(procfs, sysfs)
-        self._view: HostView | NamespaceView | None = None
+        self._reader = NamespaceReader(self.procfs, "net-settings", NamespaceView.opened_here,
+                                       lambda: HostView(self.procfs, self.sysfs))
 
     def collect(self) -> dict[str, float]:
-        values = self._settings_view().run(self._read_settings)
+        values = self._reader.run(self._read_settings)
         if not values:
             raise OSError(f"{self.source}: no network setting is readable for {self.procfs}")
         return values
 
     def close(self) -> None:
-        if self._view is not None:
-            self._view.close()
-
-    def _settings_view(self) -> HostView | NamespaceView:
-        """Where the settings are read: made on first use, so that an unused collector starts no thread."""
-        if self._view is None:
-            namespace = self.procfs / "ns/net"
-            self._view = NamespaceView(namespace) if namespace.exists() else HostView(self.procfs, self.sysfs)
-        return self._view
+        self._reader.close()
 
     def _read_settings(self, view: HostView | NamespaceView) -> dict[str, float]:
         values: dict[str, float] = {}
@@ -118,9 +108,6 @@ class HostView:
         self.sysctls = procfs / "sys/net"
         self.interfaces = sysfs / "class/net"
 
-    def run(self, read: Callable[[HostView], T]) -> T:
-        return read(self)
-
     def sysctl(self, relative: str) -> str:
         return (self.sysctls / relative).read_text()
 
@@ -132,19 +119,17 @@ class HostView:
 
 
 class NamespaceView:
-    """Another process's network namespace, seen from one thread that has entered it: /proc/sys/net follows the
+    """Another process's network namespace, seen from the thread that has entered it: /proc/sys/net follows the
     calling thread's namespace, and a socket made on that thread answers for the namespace's interfaces (sysfs
     shows the namespace it was mounted in, so it cannot)."""
 
-    def __init__(self, namespace_file: Path):
-        self.namespace_file = namespace_file
-        self._socket: socket.socket | None = None
-        self._failure: OSError | None = None
-        self._thread = ThreadPoolExecutor(1, "net-settings", initializer=self._enter)
+    def __init__(self, interface_socket: socket.socket):
+        self._socket = interface_socket
 
-    def run(self, read: Callable[[NamespaceView], T]) -> T:
-        """What `read` gives when called on the thread inside the namespace; OSError when it could not enter."""
-        return self._thread.submit(self._run_inside, read).result()
+    @classmethod
+    def opened_here(cls) -> NamespaceView:
+        """A view of the calling thread's namespace, with its socket made now."""
+        return cls(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
 
     def sysctl(self, relative: str) -> str:
         return (Path("/proc/sys/net") / relative).read_text()
@@ -154,34 +139,7 @@ class NamespaceView:
         return IFREQ.unpack(fcntl.ioctl(self._socket, INTERFACE_REQUESTS[attribute], request))[1]
 
     def close(self) -> None:
-        self._thread.shutdown()
-        if self._socket is not None:
-            self._socket.close()
-
-    def _enter(self) -> None:
-        """Move the worker thread into the namespace; a failure is kept and raised by every read."""
-        try:
-            enter_network_namespace(self.namespace_file)
-            self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        except OSError as error:
-            self._failure = error
-
-    def _run_inside(self, read: Callable[[NamespaceView], T]) -> T:
-        if self._failure is not None:
-            raise self._failure
-        return read(self)
-
-
-def enter_network_namespace(namespace_file: Path) -> None:
-    """Move the calling thread into the network namespace of a /proc/PID/ns/net file (Python 3.11 has no os.setns)."""
-    descriptor = os.open(namespace_file, os.O_RDONLY)
-    try:
-        if ctypes.CDLL(None, use_errno=True).setns(descriptor, CLONE_NEWNET) != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, f"cannot enter the network namespace of {namespace_file}: {os.strerror(code)} "
-                                "(entering another namespace needs CAP_SYS_ADMIN)")
-    finally:
-        os.close(descriptor)
+        self._socket.close()
 
 
 def network_interfaces(net_dev: Path) -> list[str]:

@@ -74,7 +74,7 @@ def test_network_sources_read_the_namespace_procfs_and_cgroups_get_their_parent(
     assert roots == {"MemInfoCollector": "/proc", "VmStatCollector": "/proc", "NumaCollector": "/proc",
                      "PressureCollector": "/proc", "NetDevCollector": "/proc/4242", "SnmpCollector": "/proc/4242",
                      "NetstatCollector": "/proc/4242", "SockStatCollector": "/proc/4242",
-                     "NetSettingsCollector": "/proc/4242", "CgroupCollector": "/proc"}
+                     "NetSettingsCollector": "/proc/4242", "QdiscCollector": "/proc/4242", "CgroupCollector": "/proc"}
     cgroups = next(c for c in collectors if isinstance(c, CgroupCollector))
     assert cgroups.parent == "docker"
 

@@ -1,12 +1,7 @@
 """NetSettingsCollector over network settings captured from a Linux 6.18 VM, over damaged copies of them, and over a
 real network namespace of this machine entered through /proc/PID."""
 
-import os
 import shutil
-import subprocess
-import threading
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 from producers.collectors.net_settings import NetSettingsCollector
 from producers.source_table import default_collectors
 from tests.conftest import FIXTURES
+from tests.producers.collectors.namespace_hosts import run, veth_namespace
 
 CAPTURED = FIXTURES / "net-settings"
 SYSCTLS = "proc/sys/net/ipv4"
@@ -105,61 +101,14 @@ def test_garbage_in_one_file_never_crashes_a_read_nor_costs_other_files(captured
     assert values["net.mtu.ifb0"] == 1500.0 and values["net.tcp_rmem_max"] == 33554432.0
 
 
-def test_a_namespace_that_cannot_be_entered_is_unavailable_with_the_reason(tmp_path):
-    (tmp_path / "ns").mkdir()
-    (tmp_path / "ns/net").write_text("not a namespace")
-    collector = NetSettingsCollector(tmp_path)
-    try:
-        with pytest.raises(OSError, match="cannot enter the network namespace of .*ns/net"):
-            collector.collect()
-        assert not collector.available()
-    finally:
-        collector.close()
-
-
-@dataclass(frozen=True)
-class NamespaceHost:
-    """A network namespace reached through /proc/PID of a process inside it, and the two ends of its veth pair."""
-
-    procfs: str
-    outside: str
-    inside: str
-
-
-def run(*argv: str) -> None:
-    subprocess.run(argv, check=True, capture_output=True)
-
-
 @pytest.fixture
 def namespace_host():
-    """A namespace holding one end of a veth pair (MTU 1400, queue 77), reno and its own tcp_rmem, with a sleeping
-    process inside; all of it is removed afterwards. Names carry this test process's id, so parallel runs differ."""
-    namespace, outside, inside = f"reveal-test-{os.getpid()}", f"rvl{os.getpid()}o", f"rvl{os.getpid()}i"
-    holder = None
-    try:
-        run("ip", "netns", "add", namespace)
-        run("ip", "link", "add", outside, "type", "veth", "peer", "name", inside)
-        run("ip", "link", "set", inside, "netns", namespace)
-        run("ip", "-n", namespace, "link", "set", inside, "mtu", "1400", "txqueuelen", "77")
-        run("ip", "netns", "exec", namespace, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno",
+    """A namespace holding one end of a veth pair (MTU 1400, queue 77), reno and its own tcp_rmem."""
+    with veth_namespace("rvl") as host:
+        run("ip", "-n", host.namespace, "link", "set", host.inside, "mtu", "1400", "txqueuelen", "77")
+        run("ip", "netns", "exec", host.namespace, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno",
             "net.ipv4.tcp_rmem=" + " ".join(map(str, NAMESPACE_RMEM)))
-        holder = subprocess.Popen(["ip", "netns", "exec", namespace, "sleep", "60"])
-        wait_until_inside(f"/proc/{holder.pid}", f"/run/netns/{namespace}")
-        yield NamespaceHost(f"/proc/{holder.pid}", outside, inside)
-    finally:
-        if holder is not None:
-            holder.kill()
-            holder.wait()
-        subprocess.run(["ip", "netns", "del", namespace], capture_output=True)
-        subprocess.run(["ip", "link", "del", outside], capture_output=True)
-
-
-def wait_until_inside(procfs: str, namespace_file: str, timeout_s: float = 10.0) -> None:
-    """Until `ip netns exec` has moved the process into the namespace, /proc/PID shows the machine's own."""
-    deadline = time.monotonic() + timeout_s
-    while os.stat(f"{procfs}/ns/net").st_ino != os.stat(namespace_file).st_ino:
-        assert time.monotonic() < deadline, f"{procfs} did not enter {namespace_file}"
-        time.sleep(0.01)
+        yield host
 
 
 def test_another_namespace_is_read_through_its_process_and_the_own_one_is_untouched(namespace_host):
@@ -179,13 +128,3 @@ def test_another_namespace_is_read_through_its_process_and_the_own_one_is_untouc
     own_current = Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()
     own_rmem = tuple(map(float, Path("/proc/sys/net/ipv4/tcp_rmem").read_text().split()))
     assert own[f"net.tcp_congestion.{own_current}"] == 1.0 and own["net.tcp_rmem_default"] == own_rmem[1]
-
-
-def test_close_ends_the_thread_inside_the_namespace(namespace_host):
-    before = set(threading.enumerate())
-    collector = NetSettingsCollector(namespace_host.procfs)
-    collector.collect()
-    started = set(threading.enumerate()) - before
-    assert [thread.name.split("_")[0] for thread in started] == ["net-settings"]
-    collector.close()
-    assert not any(thread.is_alive() for thread in started)
