@@ -1,5 +1,6 @@
 """What a fault did as the host's own telemetry shows it: a counter's rate while the fault was in force against its
-rate over the run's baseline, e.g. the lossy host's TCP retransmissions during a packet-loss fault."""
+rate over the run's baseline, e.g. the lossy host's TCP retransmissions during a packet-loss fault; for a fault in
+force from the start (the baseline holds it too), against the median of its peers' rates over the same span."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ EVIDENCE_CHANNEL = {"packet_loss": TCP_RETRANSMITS}
 
 @dataclass(frozen=True)
 class CounterRates:
-    """A counter's mean rate per second during a fault and over the baseline, on the fault's host."""
+    """A counter's mean rate per second during a fault on the fault's host, and over the reference: the baseline, or
+    for a fault from the start its peers during the fault."""
 
     fault: str
     host: str
@@ -28,10 +30,11 @@ class CounterRates:
     channel: str
     during_per_s: float
     baseline_per_s: float
+    reference: str = "over the baseline"
 
     def describe(self) -> str:
         return (f"{self.fault} {self.magnitude:g} on {self.host}: {self.channel} {self.during_per_s:.3g}/s during "
-                f"the fault, {self.baseline_per_s:.3g}/s over the baseline")
+                f"the fault, {self.baseline_per_s:.3g}/s {self.reference}")
 
 
 def counter_series(items: Iterable[Catalog | Frame], channel: str) -> tuple[np.ndarray, np.ndarray]:
@@ -68,8 +71,18 @@ def fault_rates(truth: Iterable[FaultLabel], recordings: dict[str, Path], baseli
         channel = EVIDENCE_CHANNEL.get(label.fault)
         if channel is None or label.host not in recordings:
             continue
-        times, values = counter_series(read_recording(recordings[label.host]), channel)
-        found.append(CounterRates(label.fault, label.host, label.magnitude, channel,
-                                  mean_rate(times, values, label.start_ns, label.end_ns),
-                                  mean_rate(times, values, *baseline)))
+        during = _rate(recordings[label.host], channel, label.start_ns, label.end_ns)
+        if label.from_start:
+            peers = [_rate(path, channel, label.start_ns, label.end_ns) for host, path in recordings.items()
+                     if host != label.host]
+            found.append(CounterRates(label.fault, label.host, label.magnitude, channel, during,
+                                      float(np.nanmedian(peers)) if peers else float("nan"), "on its peers"))
+        else:
+            found.append(CounterRates(label.fault, label.host, label.magnitude, channel, during,
+                                      _rate(recordings[label.host], channel, *baseline)))
     return found
+
+
+def _rate(recording: Path, channel: str, start_ns: int, end_ns: int) -> float:
+    times, values = counter_series(read_recording(recording), channel)
+    return mean_rate(times, values, start_ns, end_ns)

@@ -95,7 +95,9 @@ def test_every_recorded_fault_says_what_it_did_and_loss_was_retransmitted(run_di
         for label in (label for label in run.truth if label.fault == "packet_loss"):
             assert label.effect["retransmitted_segments"] >= label.effect["packets_dropped"]
         for rates in fault_rates(run.truth, {path.stem: path for path in run.recordings}, run.baseline):
-            assert rates.during_per_s > 2 * rates.baseline_per_s, rates.describe()
+            # a loss in force from the start is measured against peers whose ring traffic retransmits too
+            floor = 1.2 if rates.reference == "on its peers" else 2.0
+            assert rates.during_per_s > floor * rates.baseline_per_s, rates.describe()
 
 
 def test_rescoring_a_recorded_run_is_repeatable(tmp_path):
