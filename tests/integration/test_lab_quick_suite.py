@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from schemas.records import Alert, Anomaly
+from schemas.records import Alert, Anomaly, Evidence
 from sinks.clickhouse import data_dir_dsn
 from reveal.lab.ingest import THRESHOLD_MODES, load_run, replay_run
 from reveal.lab.replay import incidents, reported
@@ -39,10 +39,11 @@ def live_incidents(run_dir) -> list:
                                      "toUnixTimestamp64Nano(end) AS e, severity, subsystem, summary, hint, kind "
                                      "FROM alerts FINAL")]
     anomalies = [Anomaly(r["host"], r["cluster"], r["window_id"], int(r["s"]), int(r["e"]), tuple(r["detectors"]),
-                         r["score"], r["threshold"], r["subsystem"], r["claim"], ())
+                         r["score"], r["threshold"], r["subsystem"], r["claim"],
+                         tuple(Evidence(channel, "", 0.0, 0.0, 0.0, 0.0) for channel in r["evidence_channel"]))
                  for r in rows(run_dir, "SELECT host, cluster, window_id, toUnixTimestamp64Nano(start) AS s, "
                                         "toUnixTimestamp64Nano(end) AS e, detectors, score, threshold, subsystem, "
-                                        "claim FROM anomalies FINAL")]
+                                        "claim, evidence_channel FROM anomalies FINAL")]
     return incidents(alerts, anomalies)
 
 
