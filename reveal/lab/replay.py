@@ -103,8 +103,14 @@ def incidents(alerts: list[Alert], anomalies: list[Anomaly]) -> list[ReportedInc
         found.append(ReportedIncident(opening.host, start, end, opening.end_ns,
                                       _ranked_subsystems(inside, opening.subsystem),
                                       max(a.severity for a in states), opening.kind,
-                                      channels=tuple(dict.fromkeys(e.channel for a in inside for e in a.evidence))))
+                                      channels=_named_channels(inside)))
     return sorted(found, key=lambda i: (i.opened_ns, i.host, i.kind, i.start_ns, i.end_ns, i.severity))
+
+
+def _named_channels(anomalies: list[Anomaly]) -> tuple[str, ...]:
+    """The channels an incident's anomalies name, window by window, whatever order they were read back in."""
+    ordered = sorted(anomalies, key=lambda a: (a.window_start_ns, a.window_end_ns, a.subsystem, a.score, a.claim))
+    return tuple(dict.fromkeys(e.channel for a in ordered for e in a.evidence))
 
 
 def anomaly_kind(anomaly: Anomaly) -> str:
