@@ -159,11 +159,11 @@ class ClusterStage:
         """Hosts with more trouble than all their peers (see peer_trouble), as peer findings; none from hosts whose
         summaries do not say their channels' kinds."""
         first = summaries[compared[0].host] if compared else None
-        if first is None or not first.kinds:
+        trouble = self._troubles.setdefault(cluster, self._new_trouble())
+        if first is None or not first.kinds or not trouble.counts(window_id):
             return []
         names, matrix = common_matrix(compared)
         kind_of = dict(zip(first.names, first.kinds))
-        trouble = self._troubles.setdefault(cluster, self._new_trouble())
         return [finding.as_deviation() for finding in trouble.compare(
             window_id, tuple(s.host for s in compared), names, tuple(kind_of.get(n, "") for n in names), matrix)]
 

@@ -79,10 +79,14 @@ class PeerTrouble:
         self._history: dict[str, deque] = {}
         self._names: tuple[str, ...] = ()
 
+    def counts(self, window_id: int) -> bool:
+        """Whether a window is one of the non-overlapping ones compared."""
+        return window_id % self.every == 0
+
     def compare(self, window_id: int, hosts: tuple[str, ...], names: tuple[str, ...], kinds: tuple[str, ...],
                 means: np.ndarray) -> list[TroubleFinding]:
         """Findings for this window from the hosts' channel means (hosts × names, rates per second)."""
-        if window_id % self.every or len(hosts) < self.min_peers + 1 or len(kinds) != len(names):
+        if not self.counts(window_id) or len(hosts) < self.min_peers + 1 or len(kinds) != len(names):
             return []
         trouble = np.array([kind == TROUBLE_KIND and not name.startswith(AGENT_PREFIX)
                             for name, kind in zip(names, kinds)], dtype=bool)
